@@ -1,0 +1,1 @@
+"""tether.decoding layer (see docs/architecture.md)."""

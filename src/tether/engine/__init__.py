@@ -1,0 +1,1 @@
+"""tether.engine layer (see docs/architecture.md)."""

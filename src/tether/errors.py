@@ -1,0 +1,154 @@
+"""The exception tree of tether.
+
+    TetherError
+     ├── RegexError (ValueError)            bad or non-regular pattern; pattern, offset, caret
+     │    └── RegexLimitError               the lazy DFA grew past its state limit
+     ├── GrammarError (ValueError)          bad grammar text or IR; line:column and caret
+     ├── SchemaError (ValueError)           invalid JSON Schema; JSON pointer
+     │    └── UnsupportedSchemaError        valid schema, keyword tether cannot enforce
+     ├── VocabularyError (ValueError)       token bytes do not round-trip
+     ├── ConstraintError (ValueError)       a constraint cannot be compiled for a vocabulary
+     ├── ModelError (RuntimeError)          a model backend failed; ``retryable`` says if a retry may help
+     ├── QuerySyntaxError (SyntaxError)     bad query-language program; line:column
+     └── MissingDependencyError (ImportError)  an optional extra is not installed; says what to install
+
+Compile time raises; decode time does not: ``Matcher.consume`` returns ``False`` and keeps
+``Matcher.error``.
+"""
+
+from __future__ import annotations
+
+
+class TetherError(Exception):
+    """Root of every error tether raises on purpose."""
+
+
+def caret_context(text: str, offset: int, *, width: int = 100) -> str:
+    """Return the line of ``text`` holding ``offset`` with a caret under that column."""
+    offset = max(0, min(offset, len(text)))
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    line = text[start : end if end >= 0 else len(text)]
+    col = offset - start
+    if len(line) > width:  # keep the caret in view on long lines
+        lo = max(0, col - width // 2)
+        line, col = line[lo : lo + width], col - lo
+    return f"    {line}\n    {' ' * col}^"
+
+
+def line_col(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of ``offset`` in ``text``."""
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, col
+
+
+def limited(value: object, limit: int = 100) -> str:
+    """``repr`` of ``value`` cut to ``limit`` characters, for echoing input in messages."""
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 3] + "..."
+
+
+class RegexError(TetherError, ValueError):
+    """A regex that cannot be parsed or is not regular (backreference, lookaround).
+
+    Attributes:
+        pattern: the pattern text.
+        offset: 0-based character offset of the problem, or -1 if not tied to a place.
+    """
+
+    def __init__(self, message: str, pattern: str = "", offset: int = -1) -> None:
+        self.pattern, self.offset, self.reason = pattern, offset, message
+        if offset >= 0 and pattern:
+            message = f"{message} at offset {offset} in pattern\n{caret_context(pattern, offset)}"
+        super().__init__(message)
+
+
+class RegexLimitError(RegexError):
+    """The lazy DFA needed more states than its configured limit."""
+
+
+class GrammarError(TetherError, ValueError):
+    """A grammar that cannot be loaded: syntax, undefined/unproductive rules, bad options.
+
+    Attributes:
+        line, column: 1-based position, or 0 when not tied to a place.
+    """
+
+    def __init__(self, message: str, text: str = "", offset: int = -1, source: str = "") -> None:
+        self.reason = message
+        self.line = self.column = 0
+        if offset >= 0 and text:
+            self.line, self.column = line_col(text, offset)
+            where = f" in {source}" if source else ""
+            message = (
+                f"{message}, at line {self.line} column {self.column}{where}\n\n"
+                f"{caret_context(text, offset)}"
+            )
+        super().__init__(message)
+
+
+class SchemaError(TetherError, ValueError):
+    """An invalid JSON Schema (or one that expands past a limit); names the JSON pointer."""
+
+    def __init__(self, message: str, pointer: str = "#") -> None:
+        self.pointer, self.reason = pointer, message
+        super().__init__(f"{message} (at {pointer})")
+
+
+class UnsupportedSchemaError(SchemaError):
+    """A valid schema keyword that tether cannot enforce; names keyword and pointer."""
+
+    def __init__(self, keyword: str, pointer: str = "#", detail: str = "") -> None:
+        self.keyword = keyword
+        msg = f"keyword '{keyword}' is not supported"
+        if detail:
+            msg += f": {detail}"
+        super().__init__(msg, pointer)
+
+
+class VocabularyError(TetherError, ValueError):
+    """Token bytes that disagree with the tokenizer, or an unusable vocabulary."""
+
+
+class ConstraintError(TetherError, ValueError):
+    """A constraint that cannot be compiled (e.g. it allows no token sequence)."""
+
+
+class ModelError(TetherError, RuntimeError):
+    """A model backend failed. ``retryable`` tells whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        self.retryable = retryable
+        super().__init__(message)
+
+
+class QuerySyntaxError(TetherError, SyntaxError):
+    """A query-language program that cannot be parsed; names line and column."""
+
+    def __init__(self, message: str, text: str = "", offset: int = -1, source: str = "") -> None:
+        self.reason = message
+        line = col = 0
+        if offset >= 0 and text:
+            line, col = line_col(text, offset)
+            where = f" in {source}" if source else ""
+            message = f"{message}, at line {line} column {col}{where}\n\n{caret_context(text, offset)}"
+        super().__init__(message)
+        self.lineno, self.offset = line, col
+
+
+class MissingDependencyError(TetherError, ImportError):
+    """An optional dependency is missing; the message says which extra to install."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(f"{what} is not installed\n→ pip install 'tether[{extra}]'")
+
+
+def require(module: str, extra: str):  # type: ignore[no-untyped-def]
+    """Import ``module`` or raise MissingDependencyError naming ``extra``."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependencyError(module, extra) from exc

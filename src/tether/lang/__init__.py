@@ -1,0 +1,1 @@
+"""tether.lang layer (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""tether.models layer (see docs/architecture.md)."""

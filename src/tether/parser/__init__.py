@@ -1,0 +1,1 @@
+"""tether.parser layer (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""tether.program layer (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""tether.regex layer (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""tether.server layer (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""tether.tokens layer (see docs/architecture.md)."""
