@@ -1,0 +1,136 @@
+"""Beam search over constrained sequences.
+
+Each beam owns a `Guide` (its matcher forked with ``copy()``). A step scores every live
+beam's allowed tokens with the constrained log-probabilities (log-softmax over the
+allowed set), keeps the ``width`` best extensions overall, and moves beams that end
+(EOS, constraint finished, stop text) to the finished pool. Forced tokens are appended
+without a model call (they have probability 1 under the constraint, so the scores are
+the same with and without fast-forward). Beams with the same text are merged (the
+better score wins), so the results are distinct texts.
+
+The search stops when ``n`` sequences are finished and no live beam scores better than
+the n-th finished one (scores only decrease, so none could overtake), or when every
+beam reached ``max_tokens``. Results are sorted by score, best first; fewer than ``n``
+come back when the constraint admits fewer distinct outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tether.decoding.decoders import Beam
+from tether.decoding.guide import Guide
+from tether.decoding.logits import batch_scores
+from tether.decoding.loop import Decoded, _Branch, _close
+from tether.decoding.sampling import log_softmax
+from tether.decoding.stops import StopScanner
+
+
+def _fork(b: _Branch) -> _Branch:
+    c = _Branch.__new__(_Branch)
+    c.prompt, c.guide, c.scanner, c.rng = b.prompt, b.guide.copy(), b.scanner.copy(), None
+    c.tokens, c.logprob, c.skip = list(b.tokens), b.logprob, b.skip
+    c.finish, c.n_forced, c.error = b.finish, b.n_forced, b.error
+    return c
+
+
+def beam_search(
+    model: Any,
+    prompt_tokens: Sequence[int],
+    matcher: Any | None,
+    decoder: Beam,
+    *,
+    max_tokens: int = 256,
+    stop: Sequence[str | bytes] = (),
+    heal: bytes = b"",
+    fast_forward: bool = True,
+    close_on_budget: bool = False,
+    selective: bool = True,
+) -> list[Decoded]:
+    """Return up to ``decoder.n`` distinct sequences sorted by score (best first)."""
+    vocab = model.vocabulary
+    width = decoder.beam_width
+    model.costs.generate_calls += 1
+    model.costs.prompt_tokens += len(prompt_tokens)
+    live = [_Branch(list(prompt_tokens), Guide(matcher, vocab, heal), StopScanner(stop), None)]
+    finished: dict[bytes, _Branch] = {}
+
+    def settle(b: _Branch) -> bool:
+        """Forced tokens and budget; True if the beam finished."""
+        if fast_forward and b.finish is None:
+            for t in b.guide.fast_forward():
+                if len(b.tokens) >= max_tokens:
+                    break
+                b.push(vocab, t, True)
+                if b.finish:
+                    break
+        if b.finish is None and len(b.tokens) >= max_tokens:
+            if close_on_budget and not b.guide.free:
+                _close(model, b)
+            else:
+                b.finish = "length"
+        return b.finish is not None
+
+    def add_finished(b: _Branch) -> None:
+        if b.finish == "error":
+            return
+        key = bytes(b.scanner.text)
+        old = finished.get(key)
+        if old is None or b.logprob > old.logprob:
+            finished[key] = b
+
+    def nth_best() -> float:
+        done = [f.logprob for f in finished.values() if f.guide.is_accepting()]
+        if len(done) < decoder.n:
+            return -np.inf
+        return sorted(done, reverse=True)[decoder.n - 1]
+
+    for b in live:
+        if settle(b):
+            add_finished(b)
+    live = [b for b in live if b.finish is None]
+    generated = 0
+    while live:
+        if max(b.logprob for b in live) <= nth_best():
+            break
+        ids_list = [b.guide.allowed() for b in live]
+        vals = batch_scores(model, [b.seq() for b in live], ids_list, selective=selective)
+        cands: list[tuple[float, int, int]] = []
+        for bi, (b, ids, v) in enumerate(zip(live, ids_list, vals, strict=True)):
+            if len(v) == 0:
+                continue
+            lp = log_softmax(v)
+            k = min(width, int(np.isfinite(lp).sum()))
+            if k <= 0:
+                continue
+            top = np.argpartition(-lp, k - 1)[:k] if k < len(lp) else np.arange(len(lp))
+            for j in top:
+                token = int(ids[j]) if ids is not None else int(j)
+                cands.append((b.logprob + float(lp[j]), bi, token))
+        cands.sort(key=lambda c: (-c[0], c[1], c[2]))
+        new_live: list[_Branch] = []
+        seen: set[bytes] = set()
+        for score, bi, token in cands:
+            if len(new_live) >= width:
+                break
+            c = _fork(live[bi])
+            c.logprob = score
+            c.push(vocab, token, False)
+            generated += 1
+            if settle(c):
+                add_finished(c)
+                continue
+            key = bytes(c.scanner.text) + bytes(c.guide.pending)
+            if key in seen:
+                continue
+            seen.add(key)
+            new_live.append(c)
+        live = new_live
+    model.costs.generated_tokens += generated
+    best = sorted(finished.values(), key=lambda f: (not f.guide.is_accepting(), -f.logprob))[: decoder.n]
+    if not best:  # nothing finished (budget): return the best live beams as they are
+        best = sorted(live, key=lambda f: -f.logprob)[: decoder.n]
+    return [b.result() for b in best]

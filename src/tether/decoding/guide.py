@@ -1,0 +1,145 @@
+"""`Guide`: the per-sequence view of a constraint that the decoders step through.
+
+It wraps an engine ``Matcher`` (or nothing: free text) and adds token healing: while
+``heal`` bytes (text removed from the end of the prompt) are pending, the only tokens
+allowed are those whose bytes are a prefix of the pending text or start with it and
+continue in a way the matcher accepts. The healed bytes belong to the prompt: the
+matcher never sees them.
+
+``allowed()`` returns the allowed token ids (ascending, EOS included where allowed) or
+``None`` for "every ordinary token and EOS" (free text: the caller masks only special
+tokens). Decode time never raises: a refused token returns False and sets ``error``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+def allowed_ids(mask: NDArray[np.uint32], size: int) -> NDArray[np.int64]:
+    """Token ids whose bit is set in ``mask`` (bit i of word j = token 32·j + i), below ``size``."""
+    bits = np.unpackbits(mask.view(np.uint8), bitorder="little")
+    return np.flatnonzero(bits[:size])
+
+
+def healing_candidates(tokens: list[bytes], special: frozenset[int], text: bytes) -> list[int]:
+    """Ids of tokens that start with ``text`` or are a non-empty prefix of it. O(V) once."""
+    out = []
+    for i, t in enumerate(tokens):
+        if t and i not in special and (t.startswith(text) or text.startswith(t)):
+            out.append(i)
+    return out
+
+
+class Guide:
+    """Constraint state of one sequence: matcher (or free) plus pending healed bytes."""
+
+    __slots__ = ("matcher", "vocab", "pending", "_candidates", "error", "eos_done", "_mask")
+
+    def __init__(self, matcher: Any | None, vocabulary: Any, heal: bytes = b"") -> None:
+        self.matcher = matcher
+        self.vocab = vocabulary
+        self.pending = heal
+        self._candidates: list[int] | None = None
+        self.error: str | None = None
+        self.eos_done = False
+        self._mask: NDArray[np.uint32] | None = None
+
+    # --- state -------------------------------------------------------------------------
+    def copy(self) -> Guide:
+        g = Guide.__new__(Guide)
+        g.matcher = self.matcher.copy() if self.matcher is not None else None
+        g.vocab, g.pending, g._candidates = self.vocab, self.pending, self._candidates
+        g.error, g.eos_done, g._mask = self.error, self.eos_done, None
+        return g
+
+    @property
+    def free(self) -> bool:
+        """True when every ordinary token and EOS is allowed (no matcher, nothing pending)."""
+        return self.matcher is None and not self.pending
+
+    def is_finished(self) -> bool:
+        """Nothing may follow (the matcher is finished, or EOS was consumed)."""
+        if self.eos_done:
+            return True
+        return not self.pending and self.matcher is not None and bool(self.matcher.is_finished())
+
+    def is_accepting(self) -> bool:
+        return not self.pending and (self.matcher is None or bool(self.matcher.is_accepting()))
+
+    # --- masks ---------------------------------------------------------------------------
+    def allowed(self) -> NDArray[np.int64] | None:
+        """Allowed token ids (ascending), or None for free text."""
+        if self.pending:
+            return self._healing_allowed()
+        if self.matcher is None:
+            return None
+        if self._mask is None:
+            self._mask = np.zeros((self.vocab.n_logits + 31) // 32, dtype=np.uint32)
+        else:
+            self._mask.fill(0)
+        self.matcher.compute_mask(self._mask)
+        return allowed_ids(self._mask, self.vocab.size)
+
+    def _healing_allowed(self) -> NDArray[np.int64]:
+        if self._candidates is None:
+            self._candidates = healing_candidates(self.vocab.tokens, self._special(), self.pending)
+        ok = []
+        for t in self._candidates:
+            b = self.vocab.tokens[t]
+            if self.pending.startswith(b):
+                ok.append(t)
+            elif b.startswith(self.pending):
+                tail = b[len(self.pending) :]
+                if self.matcher is None or self.matcher.copy().consume_bytes(tail):
+                    ok.append(t)
+        return np.asarray(ok, dtype=np.int64)
+
+    def _special(self) -> frozenset[int]:
+        return frozenset(getattr(self.vocab, "special_ids", ())) | frozenset(self.vocab.eos_ids)
+
+    # --- advancing ------------------------------------------------------------------------
+    def consume(self, token: int) -> bool:
+        """Advance by ``token``; False (and ``error``) if it is not allowed here."""
+        if token in self.vocab.eos_ids:
+            if self.pending or not self.is_accepting():
+                self.error = f"end of sequence (token {token}) where the output is not complete"
+                return False
+            if self.matcher is not None:
+                self.matcher.consume(token)
+            self.eos_done = True
+            return True
+        b = self.vocab.tokens[token]
+        if self.pending:
+            if self.pending.startswith(b) and b:
+                self.pending = self.pending[len(b) :]
+                self._candidates = None
+                return True
+            if not b.startswith(self.pending):
+                self.error = f"token {token} ({b!r}) does not continue the healed text {self.pending!r}"
+                return False
+            tail, self.pending, self._candidates = b[len(self.pending) :], b"", None
+            if self.matcher is not None and tail and not self.matcher.consume_bytes(tail):
+                self.error = getattr(self.matcher, "error", None) or f"bytes {tail!r} refused"
+                return False
+            return True
+        if self.matcher is None:
+            return True
+        if not self.matcher.consume(token):
+            self.error = getattr(self.matcher, "error", None) or f"token {token} refused"
+            return False
+        return True
+
+    def fast_forward(self) -> list[int]:
+        """Forced tokens from the matcher (none while healing is pending or when free)."""
+        if self.pending or self.matcher is None or self.eos_done:
+            return []
+        return list(self.matcher.fast_forward())
+
+    def shortest_completion(self) -> bytes:
+        """Bytes that complete the output most briefly (healed text first)."""
+        rest = self.matcher.shortest_completion() if self.matcher is not None else b""
+        return self.pending + rest

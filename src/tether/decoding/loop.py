@@ -1,0 +1,275 @@
+"""`decode`: run argmax / sampling / best-of over one prompt, token by token.
+
+Per step and per live sequence: forced tokens first (fast-forward: appended without
+sampling; the next model call evaluates the whole forced run at once through the KV
+prefix reuse), then the allowed set from the matcher, the scores of those tokens only
+(`tether.decoding.logits`), the choice, and the checks: EOS, matcher finished, stop
+text, token budget. ``n`` sequences advance in lockstep so a backend with
+``logits_batch`` serves them in one forward pass.
+
+``close_on_budget=True``: before a token is taken, the decoder checks that the shortest
+completion of the constraint still fits in the remaining budget after it; when it would
+not, the shortest completion is appended instead, so the output is complete and valid
+within ``max_tokens`` (unless even the first step's shortest completion is longer).
+
+Decode time never raises for constraint reasons: a sequence that cannot continue ends
+with ``finish_reason="error"`` and the matcher's message in ``error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tether.decoding.decoders import Argmax, Beam, BestOf, Decoder, Sample
+from tether.decoding.guide import Guide
+from tether.decoding.logits import batch_scores
+from tether.decoding.sampling import argmax, log_softmax, sample
+from tether.decoding.stops import StopScanner
+from tether.decoding.tokenize import tokens_for_bytes
+
+
+@dataclass
+class Decoded:
+    """One decoded sequence.
+
+    Attributes:
+        tokens: generated token ids (forced ones included; EOS excluded).
+        text: output bytes (healed prompt bytes removed, cut before a stop text).
+        logprob: sum of log-probabilities of the sampled tokens under the constrained
+            distribution (forced tokens count 0: they had probability 1).
+        finish_reason: "stop" (EOS, constraint complete, or stop text), "length", "error".
+        n_forced: tokens appended by fast-forward or budget closing, without sampling.
+        stop_text: the stop text that ended the output, if any.
+        error: why the sequence could not continue (finish_reason "error").
+    """
+
+    tokens: list[int] = field(default_factory=list)
+    text: bytes = b""
+    logprob: float = 0.0
+    finish_reason: str = "length"
+    n_forced: int = 0
+    stop_text: bytes | None = None
+    error: str | None = None
+    complete: bool = False
+
+
+class _Branch:
+    __slots__ = ("prompt", "guide", "tokens", "logprob", "scanner", "skip", "finish", "n_forced", "rng", "error")
+
+    def __init__(self, prompt: list[int], guide: Guide, scanner: StopScanner, rng: np.random.Generator | None) -> None:
+        self.prompt, self.guide, self.scanner, self.rng = prompt, guide, scanner, rng
+        self.tokens: list[int] = []
+        self.logprob = 0.0
+        self.skip = len(guide.pending)
+        self.finish: str | None = None
+        self.n_forced = 0
+        self.error: str | None = None
+
+    def seq(self) -> list[int]:
+        return self.prompt + self.tokens
+
+    def push(self, vocab: Any, token: int, forced: bool) -> None:
+        if not self.guide.consume(token):
+            self.finish, self.error = "error", self.guide.error
+            return
+        if token in vocab.eos_ids:
+            self.finish = "stop"
+            return
+        self.tokens.append(token)
+        self.n_forced += forced
+        b = vocab.tokens[token]
+        if self.skip:
+            cut = min(self.skip, len(b))
+            b, self.skip = b[cut:], self.skip - cut
+        if b and self.scanner.feed(b):
+            self.finish = "stop"
+        elif self.guide.is_finished():
+            self.finish = "stop"
+
+    def result(self) -> Decoded:
+        return Decoded(
+            tokens=list(self.tokens),
+            text=bytes(self.scanner.text),
+            logprob=self.logprob,
+            finish_reason=self.finish or "length",
+            n_forced=self.n_forced,
+            stop_text=self.scanner.hit,
+            error=self.error,
+            complete=self.guide.is_accepting() and self.finish != "error",
+        )
+
+
+def _sample_settings(decoder: Decoder) -> tuple[Sample | None, int]:
+    if isinstance(decoder, Argmax):
+        return None, 1
+    if isinstance(decoder, Sample):
+        return decoder, decoder.n
+    if isinstance(decoder, BestOf):
+        return decoder.sample, decoder.n
+    raise TypeError(f"decode() runs Argmax, Sample or BestOf; got {type(decoder).__name__} (use beam_search)")
+
+
+def _close(model: Any, b: _Branch) -> None:
+    """Append the shortest completion (budget closing)."""
+    for t in tokens_for_bytes(model, b.guide.shortest_completion()):
+        b.push(model.vocabulary, t, True)
+        if b.finish == "error":
+            return
+    if b.finish is None:
+        b.finish = "length"
+
+
+def _step(
+    model: Any,
+    live: list[_Branch],
+    sampler: Sample | None,
+    *,
+    max_tokens: int,
+    fast_forward: bool,
+    close_on_budget: bool,
+    selective: bool,
+) -> None:
+    vocab = model.vocabulary
+    # 1. forced tokens, no model call
+    if fast_forward:
+        for b in live:
+            forced = b.guide.fast_forward()
+            for t in forced:
+                if len(b.tokens) >= max_tokens:
+                    if close_on_budget:
+                        _close(model, b)
+                    else:
+                        b.finish = "length"
+                    break
+                b.push(vocab, t, True)
+                if b.finish:
+                    break
+    for b in live:
+        if b.finish is None and len(b.tokens) >= max_tokens:
+            b.finish = "length"
+    live = [b for b in live if b.finish is None]
+    if not live:
+        return
+    # 2. allowed sets, 3. scores (one batched call where the model can)
+    ids_list = [b.guide.allowed() for b in live]
+    for b, ids in zip(live, ids_list, strict=True):
+        if ids is not None and len(ids) == 0:
+            b.finish, b.error = "error", "the constraint allows no token here"
+    pairs = [(b, ids) for b, ids in zip(live, ids_list, strict=True) if b.finish is None]
+    if not pairs:
+        return
+    vals = batch_scores(model, [b.seq() for b, _ in pairs], [ids for _, ids in pairs], selective=selective)
+    # 4. choice
+    for (b, ids), v in zip(pairs, vals, strict=True):
+        k = argmax(v) if sampler is None else sample(v, sampler, b.rng)  # type: ignore[arg-type]
+        token = int(ids[k]) if ids is not None else k
+        if close_on_budget and not b.guide.free:
+            remaining = max_tokens - len(b.tokens)
+            g2 = b.guide.copy()
+            if not g2.consume(token) or (
+                token not in vocab.eos_ids
+                and len(tokens_for_bytes(model, g2.shortest_completion())) > remaining - 1
+            ):
+                _close(model, b)
+                continue
+        b.logprob += float(log_softmax(v)[k])
+        b.push(vocab, token, False)
+
+
+def _start(
+    model: Any,
+    prompt_tokens: Sequence[int],
+    matcher: Any | None,
+    decoder: Decoder,
+    stop: Sequence[str | bytes],
+    heal: bytes,
+) -> tuple[list[_Branch], Sample | None]:
+    sampler, n = _sample_settings(decoder)
+    seed = sampler.seed if sampler is not None else None
+    base = Guide(matcher, model.vocabulary, heal)
+    branches = []
+    for i in range(n):
+        rng = None
+        if sampler is not None:
+            rng = np.random.default_rng([seed, i]) if seed is not None else np.random.default_rng()
+        guide = base if i == n - 1 else base.copy()
+        branches.append(_Branch(list(prompt_tokens), guide, StopScanner(stop), rng))
+    model.costs.generate_calls += 1
+    model.costs.prompt_tokens += len(prompt_tokens) * n
+    return branches, sampler
+
+
+def decode_iter(
+    model: Any,
+    prompt_tokens: Sequence[int],
+    matcher: Any | None = None,
+    decoder: Decoder = Argmax(),
+    *,
+    max_tokens: int = 256,
+    stop: Sequence[str | bytes] = (),
+    heal: bytes = b"",
+    fast_forward: bool = True,
+    close_on_budget: bool = False,
+    selective: bool = True,
+) -> Iterator[list[Decoded]]:
+    """Like `decode`, yielding the current state of every sequence after each step."""
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens must be >= 0; got {max_tokens}")
+    branches, sampler = _start(model, prompt_tokens, matcher, decoder, stop, heal)
+    counted = 0
+    while True:
+        live = [b for b in branches if b.finish is None]
+        if not live:
+            break
+        _step(
+            model, live, sampler, max_tokens=max_tokens, fast_forward=fast_forward,
+            close_on_budget=close_on_budget, selective=selective,
+        )
+        total = sum(len(b.tokens) for b in branches)
+        model.costs.generated_tokens += total - counted
+        counted = total
+        yield [b.result() for b in branches]
+
+
+def decode(
+    model: Any,
+    prompt_tokens: Sequence[int],
+    matcher: Any | None = None,
+    decoder: Decoder = Argmax(),
+    *,
+    max_tokens: int = 256,
+    stop: Sequence[str | bytes] = (),
+    heal: bytes = b"",
+    fast_forward: bool = True,
+    close_on_budget: bool = False,
+    selective: bool = True,
+) -> list[Decoded]:
+    """Decode after ``prompt_tokens`` under ``matcher`` (None = free text).
+
+    Returns one `Decoded` per sequence: 1 for Argmax, ``n`` for Sample (in sample
+    order), ``n`` for BestOf sorted by log-probability (best first), up to ``n`` for
+    Beam (`beam_search`: distinct texts, best score first). ``heal`` is the text
+    token healing removed from the end of the prompt (see `plan_healing`); the output
+    must start by re-generating it and it is not part of ``text``. Each sequence owns a
+    copy of ``matcher`` (the one passed in is used by the last sequence).
+    """
+    if isinstance(decoder, Beam):
+        from tether.decoding.beam import beam_search
+
+        return beam_search(
+            model, prompt_tokens, matcher, decoder, max_tokens=max_tokens, stop=stop, heal=heal,
+            fast_forward=fast_forward, close_on_budget=close_on_budget, selective=selective,
+        )
+    final: list[Decoded] = []
+    for final in decode_iter(
+        model, prompt_tokens, matcher, decoder, max_tokens=max_tokens, stop=stop, heal=heal,
+        fast_forward=fast_forward, close_on_budget=close_on_budget, selective=selective,
+    ):
+        pass
+    if isinstance(decoder, BestOf):
+        final.sort(key=lambda d: (d.finish_reason == "error", -d.logprob))
+    return final
