@@ -1,0 +1,168 @@
+"""TokenTrie: every token's bytes laid out as a flat preorder trie (llguidance's toktrie).
+
+1. Sort the non-special tokens by their bytes (ties by id) and compute the longest
+   common prefix (LCP) of each with its predecessor, all in numpy.
+2. Token ``i`` in sorted order adds one node per byte past its LCP; emitting those
+   nodes in sorted order is exactly the preorder of the trie.
+3. A node's subtree ends where the first later token has an LCP shorter than the
+   node's depth (one ``searchsorted`` per depth).
+
+The walk kernel (``tether.tokens.walk``) reads these arrays: a dead node skips its whole
+subtree with ``p = end[p]``. Building the Gemma 3 vocabulary (262,144 tokens, about
+590k nodes) takes about 0.3 s.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tether.tokens.vocabulary import Vocabulary
+
+_CACHE: OrderedDict[str, TokenTrie] = OrderedDict()
+_CACHE_SIZE = 4
+
+
+@dataclass(frozen=True, eq=False)
+class TokenTrie:
+    """Flat preorder arrays of the byte trie of a vocabulary. Node 0 is the root.
+
+    Attributes:
+        byte: ``uint8[n_nodes]``, the byte on the edge into each node (0 for the root).
+        token: ``int32[n_nodes]``, the lowest token id whose bytes end at this node, or -1.
+        dup_next: ``int32[vocab_size]``, for a token id, the next id (ascending) with the
+            very same bytes, or -1; follow it from ``token[node]`` to get them all.
+        end: ``int32[n_nodes]``, one past the last node of the node's subtree.
+        depth: ``int32[n_nodes]``, bytes from the root (root 0).
+        max_depth: the longest token, in bytes.
+        n_nodes: number of nodes, root included.
+        vocab_size: number of token ids (mask width in bits is ``ceil(vocab_size/32)*32``).
+        fingerprint: the vocabulary's fingerprint.
+
+    Special tokens and tokens with no bytes are not in the trie: a walk never allows them.
+    """
+
+    byte: NDArray[np.uint8]
+    token: NDArray[np.int32]
+    dup_next: NDArray[np.int32]
+    end: NDArray[np.int32]
+    depth: NDArray[np.int32]
+    max_depth: int
+    n_nodes: int
+    vocab_size: int
+    fingerprint: str
+
+    @classmethod
+    def from_vocabulary(cls, vocab: Vocabulary) -> TokenTrie:
+        """Build (or fetch from a small cache keyed by fingerprint) the trie of ``vocab``."""
+        key = vocab.fingerprint
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+        trie = build_trie(vocab.tokens, vocab.special_ids, fingerprint=key)
+        _CACHE[key] = trie
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+        return trie
+
+    @property
+    def n_tokens(self) -> int:
+        """Alias of ``vocab_size``."""
+        return self.vocab_size
+
+    def find(self, data: bytes) -> int:
+        """The node reached by ``data`` from the root, or -1 if no token starts with it.
+
+        Cost: O(len(data) * fan-out), plain Python; for tests and debugging.
+        """
+        node = 0
+        for b in data:
+            child = node + 1
+            stop = int(self.end[node])
+            while child < stop and self.byte[child] != b:
+                child = int(self.end[child])
+            if child >= stop:
+                return -1
+            node = child
+        return node
+
+    def tokens_at(self, node: int) -> list[int]:
+        """All token ids whose bytes end exactly at ``node`` (duplicates included)."""
+        out = []
+        t = int(self.token[node])
+        while t >= 0:
+            out.append(t)
+            t = int(self.dup_next[t])
+        return out
+
+
+def build_trie(
+    tokens: list[bytes], special_ids: frozenset[int] | set[int] = frozenset(), *,
+    fingerprint: str = "",
+) -> TokenTrie:
+    """Build a TokenTrie from token bytes; empty and special tokens are left out.
+
+    Cost: O(V * max_len) numpy work, no Python loop over tokens except one list scan.
+    """
+    size = len(tokens)
+    dup_next = np.full(size, -1, np.int32)
+    ids_list = [i for i, t in enumerate(tokens) if t and i not in special_ids]
+    if not ids_list:
+        root = np.zeros(1, np.int32)
+        return TokenTrie(np.zeros(1, np.uint8), np.full(1, -1, np.int32), dup_next,
+                         np.ones(1, np.int32), root, 0, 1, size, fingerprint)
+    ids = np.asarray(ids_list, np.int64)
+    strs = [tokens[i] for i in ids_list]
+    lens = np.fromiter((len(s) for s in strs), np.int64, len(strs))
+    max_len = int(lens.max())
+    # Zero-padded fixed-width rows. numpy's "S" dtype drops trailing NUL bytes, so the
+    # true lengths break ties: padded order, then length, then id, is byte order.
+    padded = np.array(strs, dtype=f"S{max_len}")
+    order = np.lexsort((ids, lens, padded))
+    ids, lens = ids[order], lens[order]
+    rows = padded[order].view(np.uint8).reshape(len(ids), max_len)
+    n = len(ids)
+
+    lcp = np.zeros(n, np.int64)
+    if n > 1:
+        diff = rows[1:] != rows[:-1]
+        first = np.where(diff.any(axis=1), diff.argmax(axis=1), max_len)
+        lcp[1:] = np.minimum(first, np.minimum(lens[1:], lens[:-1]))
+    count = lens - lcp  # new nodes each token adds; 0 = same bytes as the previous token
+    dup = np.flatnonzero(count == 0)
+    if len(dup):
+        dup_next[ids[dup - 1]] = ids[dup]
+
+    total = int(count.sum())
+    start = np.empty(n, np.int64)  # node index of each token's first new node
+    start[0] = 1
+    np.cumsum(count[:-1], out=start[1:])
+    start[1:] += 1
+    owner = np.repeat(np.arange(n), count)
+    depth_body = np.arange(1, total + 1) - np.repeat(start, count) + np.repeat(lcp + 1, count)
+    byte = np.zeros(total + 1, np.uint8)
+    byte[1:] = rows[owner, depth_body - 1]
+    depth = np.zeros(total + 1, np.int32)
+    depth[1:] = depth_body
+    token = np.full(total + 1, -1, np.int32)
+    has = count > 0
+    token[(start + count - 1)[has]] = ids[has]
+
+    # end of node (token i, depth d) = start of the first later token j with lcp[j] < d
+    end = np.empty(total + 1, np.int32)
+    end[0] = total + 1
+    by_depth = np.argsort(depth_body, kind="stable")
+    bounds = np.searchsorted(depth_body[by_depth], np.arange(1, max_len + 2))
+    for d in range(1, max_len + 1):
+        nodes = by_depth[bounds[d - 1] : bounds[d]]
+        if not len(nodes):
+            continue
+        breaks = np.flatnonzero(lcp < d)
+        k = np.searchsorted(breaks, owner[nodes], side="right")
+        nxt = np.where(k < len(breaks), start[breaks[np.minimum(k, len(breaks) - 1)]], total + 1)
+        end[nodes + 1] = nxt
+    return TokenTrie(byte, token, dup_next, end, depth, max_len, total + 1, size, fingerprint)
