@@ -1,1 +1,82 @@
-"""tether.regex layer (see docs/architecture.md)."""
+"""tether.regex: regex syntax → hash-consed AST → Brzozowski derivatives → lazy byte DFA.
+
+Code map, in reading order: ``charset.py`` (code point sets, UTF-8 byte ranges, Unicode
+classes, case folding) → ``syntax.py`` (Python / ECMA-262 parser, anchors, ``parse`` and
+``search``) → ``ast.py`` (interned nodes, simplification, ``derivative``, byte classes) →
+``dfa.py`` (``LexerDfa`` over a set of terminals, ``matches``, ``is_subset``).
+"""
+
+from __future__ import annotations
+
+from .ast import (
+    ANY_BYTE,
+    ANYTHING,
+    EMPTY,
+    EPSILON,
+    INF,
+    Node,
+    alt,
+    byte_classes,
+    byte_range,
+    byte_set,
+    complement,
+    concat,
+    derivative,
+    intersect,
+    literal,
+    nullable,
+    optional,
+    plus,
+    repeat,
+    star,
+    to_string,
+)
+from .dfa import (
+    DEAD,
+    DEFAULT_MAX_STATES,
+    UNKNOWN,
+    LexerDfa,
+    example,
+    is_empty,
+    is_equivalent,
+    is_subset,
+    matches,
+)
+from .syntax import ANY_CHAR, charset_node, parse, search
+
+__all__ = [
+    "ANY_BYTE",
+    "ANY_CHAR",
+    "ANYTHING",
+    "DEAD",
+    "DEFAULT_MAX_STATES",
+    "EMPTY",
+    "EPSILON",
+    "INF",
+    "UNKNOWN",
+    "LexerDfa",
+    "Node",
+    "alt",
+    "byte_classes",
+    "byte_range",
+    "byte_set",
+    "charset_node",
+    "complement",
+    "concat",
+    "derivative",
+    "example",
+    "intersect",
+    "is_empty",
+    "is_equivalent",
+    "is_subset",
+    "literal",
+    "matches",
+    "nullable",
+    "optional",
+    "parse",
+    "plus",
+    "repeat",
+    "search",
+    "star",
+    "to_string",
+]

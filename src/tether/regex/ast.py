@@ -1,0 +1,471 @@
+"""Hash-consed regular expressions over bytes, with Brzozowski derivatives.
+
+1. Every node is built by a smart constructor (``concat``, ``alt``, ``star``, ``repeat``,
+   ``intersect``, ``complement``, ``byte_set``) that simplifies with algebraic laws and
+   interns the result: structurally equal expressions are the same object, so identity
+   comparison and ``id``-keyed caches are exact.
+2. ``nullable`` is computed once at construction; ``derivative(node, byte)`` is cached on
+   the node.
+3. ``byte_classes(nodes)`` partitions the 256 bytes so that bytes in one class give equal
+   derivatives for every node: a DFA row needs one derivative per class, not per byte.
+
+Laws applied (Brzozowski 1964; Owens, Reppy & Turon, "Regular-expression derivatives
+re-examined", 2009): concatenation is associative with ε as unit and ∅ as zero;
+alternation is associative, commutative and idempotent (ACI) with ∅ as unit, byte sets in
+it merge into one, and ε is dropped when another member is nullable; ``(r*)* = r*``,
+``(r r*)* = r*``, ``(ε|r)* = r*``; ``~~r = r``; intersection is ACI with ∅ as zero and
+``~∅`` (all strings) as unit. Without these the derivative states need not be finite.
+
+Interning is process-wide and never freed (nodes are small; the number of distinct
+expressions a program builds is bounded by its grammars).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+# node kinds
+K_EMPTY, K_EPS, K_BYTES, K_CONCAT, K_ALT, K_STAR, K_REPEAT, K_AND, K_NOT = range(9)
+INF = -1  # upper bound of an unbounded repeat
+
+ALL_BYTES_MASK = (1 << 256) - 1
+
+
+class Node:
+    """An interned regular expression. Compare with ``is``; never construct directly.
+
+    Attributes:
+        kind: one of the ``K_*`` constants.
+        args: children (nodes) or data (byte mask, bounds), depending on ``kind``.
+        nullable: whether the empty string is in the language.
+        uid: a unique, stable small integer (ordering key for ACI normal forms).
+    """
+
+    __slots__ = ("kind", "args", "nullable", "uid", "_deriv", "_firsts", "_hash", "flags")
+
+    def __init__(self, kind: int, args: tuple, nullable: bool, uid: int, flags: int) -> None:  # type: ignore[type-arg]
+        self.kind, self.args, self.nullable, self.uid = kind, args, nullable, uid
+        self._deriv: dict[int, Node] = {}
+        self._firsts: tuple[int, ...] | None = None
+        self._hash = hash((kind, uid))
+        self.flags = flags  # bit 0: contains AND/NOT (language may be empty though not ∅)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __lt__(self, other: Node) -> bool:
+        return self.uid < other.uid
+
+    def __repr__(self) -> str:
+        return f"Node({to_string(self)})"
+
+    def __str__(self) -> str:
+        return to_string(self)
+
+
+F_BOOLEAN = 1
+
+_table: dict[tuple, Node] = {}  # type: ignore[type-arg]
+
+
+def _intern(kind: int, args: tuple, nullable: bool, flags: int = 0) -> Node:  # type: ignore[type-arg]
+    key = (kind, args)
+    node = _table.get(key)
+    if node is None:
+        node = Node(kind, args, nullable, len(_table), flags)
+        _table[key] = node
+    return node
+
+
+def _key(n: Node) -> int:
+    return n.uid
+
+
+EMPTY = _intern(K_EMPTY, (), False)
+EPSILON = _intern(K_EPS, (), True)
+
+
+def _flags(*nodes: Node) -> int:
+    f = 0
+    for n in nodes:
+        f |= n.flags
+    return f
+
+
+def byte_mask(node_or_bytes: Iterable[int] | range) -> int:
+    m = 0
+    for b in node_or_bytes:
+        m |= 1 << b
+    return m
+
+
+def byte_set(*items: int | range | tuple[int, int] | Iterable[int], mask: int | None = None) -> Node:
+    """A node matching one byte from the given bytes / ranges / (lo, hi) pairs / mask."""
+    m = mask or 0
+    for it in items:
+        if isinstance(it, int):
+            m |= 1 << it
+        elif isinstance(it, tuple) and len(it) == 2 and all(isinstance(x, int) for x in it):
+            lo, hi = it
+            m |= ((1 << (hi + 1)) - 1) ^ ((1 << lo) - 1)
+        else:
+            for b in it:
+                m |= 1 << b
+    return _bytes(m)
+
+
+def _bytes(m: int) -> Node:
+    if m == 0:
+        return EMPTY
+    return _intern(K_BYTES, (m,), False)
+
+
+ANY_BYTE = _bytes(ALL_BYTES_MASK)
+
+
+def byte_range(lo: int, hi: int) -> Node:
+    return _bytes(((1 << (hi + 1)) - 1) ^ ((1 << lo) - 1))
+
+
+def literal(data: bytes | str) -> Node:
+    """The node matching exactly ``data`` (str is UTF-8 encoded)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return concat(*[_bytes(1 << b) for b in data])
+
+
+def concat(*nodes: Node) -> Node:
+    """Concatenation, right-nested; ε dropped; ∅ absorbs."""
+    parts: list[Node] = []
+    for n in nodes:
+        if n is EMPTY:
+            return EMPTY
+        if n is EPSILON:
+            continue
+        while n.kind == K_CONCAT:  # flatten right-nested chains
+            parts.append(n.args[0])
+            n = n.args[1]
+        parts.append(n)
+    if not parts:
+        return EPSILON
+    result = parts[-1]
+    for p in reversed(parts[:-1]):
+        result = _concat2(p, result)
+    return result
+
+
+def _concat2(a: Node, b: Node) -> Node:
+    # a* a* = a*
+    if a.kind == K_STAR and (b is a or (b.kind == K_CONCAT and b.args[0] is a)):
+        return b
+    return _intern(K_CONCAT, (a, b), a.nullable and b.nullable, a.flags | b.flags)
+
+
+def alt(*nodes: Node) -> Node:
+    """Alternation (union) in ACI normal form."""
+    members: set[Node] = set()
+    mask = 0
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        k = n.kind
+        if k == K_EMPTY:
+            continue
+        if k == K_ALT:
+            stack.extend(n.args)
+        elif k == K_BYTES:
+            mask |= n.args[0]
+        else:
+            members.add(n)
+    if mask:
+        members.add(_bytes(mask))
+    if len(members) > 1 and EPSILON in members:
+        if any(m.nullable for m in members if m is not EPSILON):
+            members.discard(EPSILON)
+    if not members:
+        return EMPTY
+    if len(members) == 1:
+        return members.pop()
+    full = _universal()
+    if full in members:
+        return full
+    args = tuple(sorted(members, key=_key))
+    return _intern(K_ALT, args, any(m.nullable for m in args), _flags(*args))
+
+
+def star(node: Node) -> Node:
+    """Kleene star with ``(r*)* = r*``, ``(r r*)* = r*``, ``(ε|r)* = r*``, ``∅* = ε* = ε``."""
+    if node is EMPTY or node is EPSILON:
+        return EPSILON
+    if node.kind == K_STAR:
+        return node
+    if node.kind == K_CONCAT and node.args[1].kind == K_STAR and node.args[1].args[0] is node.args[0]:
+        return node.args[1]
+    if node.kind == K_ALT and EPSILON in node.args:
+        return star(alt(*[m for m in node.args if m is not EPSILON]))
+    if node.kind == K_REPEAT and node.args[1] <= 1 and node.args[2] == INF:
+        return star(node.args[0])
+    return _intern(K_STAR, (node,), True, node.flags)
+
+
+def plus(node: Node) -> Node:
+    return concat(node, star(node))
+
+
+def optional(node: Node) -> Node:
+    return alt(EPSILON, node)
+
+
+def repeat(node: Node, lo: int, hi: int | None = None) -> Node:
+    """``node{lo,hi}``; ``hi=None`` (or ``INF``) means unbounded.
+
+    Kept as one node (not unrolled), so ``x{0,1000}`` costs one node and derivatives count
+    down the bounds.
+    """
+    if hi is None:
+        hi = INF
+    if lo < 0 or (hi != INF and hi < lo):
+        raise ValueError(f"bad repeat bounds {{{lo},{hi}}}")
+    if node.nullable:
+        lo = 0
+    if hi == 0 or node is EPSILON:
+        return EPSILON
+    if node is EMPTY:
+        return EPSILON if lo == 0 else EMPTY
+    if lo == 0 and hi == INF:
+        return star(node)
+    if lo == 1 and hi == 1:
+        return node
+    if lo == 1 and hi == INF:
+        return plus(node)
+    if node.kind == K_STAR:
+        return node
+    return _intern(K_REPEAT, (node, lo, hi), lo == 0 or node.nullable, node.flags)
+
+
+def _universal() -> Node:
+    return _UNIVERSAL
+
+
+def intersect(*nodes: Node) -> Node:
+    """Intersection, ACI; ∅ absorbs; Σ* (``complement(EMPTY)``) is the unit."""
+    members: set[Node] = set()
+    mask = ALL_BYTES_MASK
+    has_bytes = False
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if n is EMPTY:
+            return EMPTY
+        if n is _UNIVERSAL:
+            continue
+        if n.kind == K_AND:
+            stack.extend(n.args)
+        elif n.kind == K_BYTES:
+            mask &= n.args[0]
+            has_bytes = True
+        else:
+            members.add(n)
+    if has_bytes:
+        if not mask:
+            return EMPTY
+        b = _bytes(mask)
+        # a single byte set against nullable-only members: quick cases
+        if not members:
+            return b
+        members.add(b)
+    if not members:
+        return _UNIVERSAL
+    if EPSILON in members:
+        return EPSILON if all(m.nullable for m in members) else EMPTY
+    if len(members) == 1:
+        return members.pop()
+    args = tuple(sorted(members, key=_key))
+    return _intern(K_AND, args, all(m.nullable for m in args), F_BOOLEAN | _flags(*args))
+
+
+def complement(node: Node) -> Node:
+    """All byte strings not in ``node`` (over all 256 byte values, not only UTF-8)."""
+    if node.kind == K_NOT:
+        return node.args[0]
+    return _intern(K_NOT, (node,), not node.nullable, F_BOOLEAN | node.flags)
+
+
+_UNIVERSAL = _intern(K_NOT, (EMPTY,), True, F_BOOLEAN)
+ANYTHING = _UNIVERSAL  # Σ*: every byte string
+
+
+def nullable(node: Node) -> bool:
+    """Whether the empty string is in ``node``'s language."""
+    return node.nullable
+
+
+def derivative(node: Node, byte: int) -> Node:
+    """Brzozowski derivative: ``{s | byte·s ∈ L(node)}``; cached on the node."""
+    d = node._deriv.get(byte)
+    if d is None:
+        d = _derive(node, byte)
+        node._deriv[byte] = d
+    return d
+
+
+def _derive(node: Node, b: int) -> Node:
+    k = node.kind
+    if k == K_BYTES:
+        return EPSILON if node.args[0] >> b & 1 else EMPTY
+    if k == K_CONCAT:
+        a, rest = node.args
+        d = concat(derivative(a, b), rest)
+        if a.nullable:
+            return alt(d, derivative(rest, b))
+        return d
+    if k == K_ALT:
+        return alt(*[derivative(m, b) for m in node.args])
+    if k == K_STAR:
+        return concat(derivative(node.args[0], b), node)
+    if k == K_REPEAT:
+        inner, lo, hi = node.args
+        return concat(derivative(inner, b), repeat(inner, max(lo - 1, 0), INF if hi == INF else hi - 1))
+    if k == K_AND:
+        return intersect(*[derivative(m, b) for m in node.args])
+    if k == K_NOT:
+        return complement(derivative(node.args[0], b))
+    return EMPTY  # ∅, ε
+
+
+def firsts(node: Node) -> tuple[int, ...]:
+    """Byte masks whose membership decides the node's derivative (cached).
+
+    Bytes that agree on membership in every returned mask have the same derivative.
+    """
+    f = node._firsts
+    if f is None:
+        k = node.kind
+        acc: set[int] = set()
+        if k == K_BYTES:
+            acc.add(node.args[0])
+        elif k == K_CONCAT:
+            acc.update(firsts(node.args[0]))
+            if node.args[0].nullable:
+                acc.update(firsts(node.args[1]))
+        elif k in (K_ALT, K_AND):
+            for m in node.args:
+                acc.update(firsts(m))
+        elif k in (K_STAR, K_REPEAT, K_NOT):
+            acc.update(firsts(node.args[0]))
+        f = tuple(sorted(acc))
+        node._firsts = f
+    return f
+
+
+def byte_classes(nodes: Iterable[Node]) -> list[int]:
+    """Partition of 0..255 (as byte masks) refining every node's ``firsts``.
+
+    Cost: O(#masks × #classes) big-int operations; at most 256 classes.
+    """
+    classes = [ALL_BYTES_MASK]
+    seen: set[int] = set()
+    for n in nodes:
+        for m in firsts(n):
+            if m in seen or m == ALL_BYTES_MASK:
+                continue
+            seen.add(m)
+            nxt = []
+            for c in classes:
+                inside = c & m
+                if inside and inside != c:
+                    nxt.append(inside)
+                    nxt.append(c & ~m)
+                else:
+                    nxt.append(c)
+            classes = nxt
+    return classes
+
+
+def lowest_byte(mask: int) -> int:
+    return (mask & -mask).bit_length() - 1
+
+
+def mask_bytes(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def size(node: Node) -> int:
+    """Number of distinct sub-nodes (a measure of expression size)."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.uid in seen:
+            continue
+        seen.add(n.uid)
+        stack.extend(a for a in n.args if isinstance(a, Node))
+    return len(seen)
+
+
+# --- printing --------------------------------------------------------------------------
+
+
+def _fmt_byte(b: int) -> str:
+    c = chr(b)
+    if 0x21 <= b < 0x7F and c not in "\\[]^-":
+        return c
+    return f"\\x{b:02x}"
+
+
+def _fmt_mask(m: int) -> str:
+    if m == ALL_BYTES_MASK:
+        return "\\C"
+    bs = mask_bytes(m)
+    if len(bs) == 1:
+        c = chr(bs[0])
+        if 0x21 <= bs[0] < 0x7F and c not in "\\.[]()|*+?{}^$":
+            return c
+        return f"\\x{bs[0]:02x}"
+    parts, i = [], 0
+    while i < len(bs):
+        j = i
+        while j + 1 < len(bs) and bs[j + 1] == bs[j] + 1:
+            j += 1
+        parts.append(_fmt_byte(bs[i]) if i == j else f"{_fmt_byte(bs[i])}-{_fmt_byte(bs[j])}")
+        i = j + 1
+    return "[" + "".join(parts) + "]"
+
+
+def to_string(node: Node, limit: int = 400) -> str:
+    """A readable regex-like rendering (bytes as ``\\xNN``; ``&`` and ``~`` for and/not)."""
+    s = _show(node, 0)
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _show(n: Node, prec: int) -> str:
+    k = n.kind
+    if k == K_EMPTY:
+        return "∅"
+    if k == K_EPS:
+        return "ε"
+    if k == K_BYTES:
+        return _fmt_mask(n.args[0])
+    if k == K_CONCAT:
+        s = _show(n.args[0], 2) + _show(n.args[1], 2)
+        return f"({s})" if prec > 2 else s
+    if k == K_ALT:
+        s = "|".join(_show(m, 1) for m in n.args)
+        return f"({s})" if prec > 0 else s
+    if k == K_AND:
+        s = "&".join(_show(m, 1) for m in n.args)
+        return f"({s})" if prec > 0 else s
+    if k == K_NOT:
+        return "~" + _show(n.args[0], 3)
+    if k == K_STAR:
+        return _show(n.args[0], 3) + "*"
+    inner, lo, hi = n.args
+    return _show(inner, 3) + (f"{{{lo},}}" if hi == INF else f"{{{lo},{hi}}}")

@@ -1,0 +1,280 @@
+"""Lazy byte DFA over a set of terminals (the lexer automaton of seed 004, derivre).
+
+1. A state is a tuple of ``(terminal id, derivative)`` pairs, terminals in increasing
+   order, with ``∅`` derivatives dropped; states are interned to small ints.
+2. ``table`` is a dense ``int32[capacity, 256]``: next state, ``DEAD`` (no terminal can
+   continue) or ``UNKNOWN`` (row not computed yet). A numba kernel reads it and returns to
+   Python on ``UNKNOWN``; ``fill_row`` computes one row with one derivative per byte
+   equivalence class (``ast.byte_classes``), not per byte.
+3. The table grows by doubling (the array object is replaced: re-read ``.table``);
+   creating more than ``max_states`` states raises ``RegexLimitError``.
+
+Derivatives of expressions with intersection/complement can be empty without being the
+``∅`` node; such terminals are dropped from a state by an emptiness check, so ``live``
+never names a terminal that can no longer match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import RegexLimitError
+from .ast import EMPTY, F_BOOLEAN, Node, byte_classes, derivative, lowest_byte, mask_bytes
+
+DEAD = -1
+UNKNOWN = -2
+
+State = tuple[tuple[int, Node], ...]
+
+DEFAULT_MAX_STATES = 100_000
+
+
+class LexerDfa:
+    """Lazily built DFA recognising, in parallel, one regex per terminal.
+
+    Args:
+        nodes: the terminals' regexes; terminal ``i`` is ``nodes[i]``.
+        max_states: limit on the number of states (RegexLimitError beyond it).
+
+    Cost: constructing is O(#terminals); each new row costs one derivative per byte class
+    per live terminal (cached on the nodes, so shared sub-expressions are derived once).
+    """
+
+    def __init__(self, nodes: Sequence[Node], *, max_states: int = DEFAULT_MAX_STATES) -> None:
+        self.nodes: tuple[Node, ...] = tuple(nodes)
+        self.max_states = max_states
+        self._ids: dict[State, int] = {}
+        self._states: list[State] = []
+        self._accepting: list[tuple[int, ...]] = []
+        self._live: list[tuple[int, ...]] = []
+        self._start_cache: dict[frozenset[int] | None, int] = {}
+        self._empty_memo: dict[Node, bool] = {}
+        cap = 16
+        self.table: NDArray[np.int32] = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+        self.accepts: NDArray[np.int8] = np.zeros(cap, dtype=np.int8)
+
+    # -- states ----------------------------------------------------------------------------
+    @property
+    def n_states(self) -> int:
+        return len(self._states)
+
+    def _state_id(self, state: State) -> int:
+        sid = self._ids.get(state)
+        if sid is not None:
+            return sid
+        sid = len(self._states)
+        if sid >= self.max_states:
+            raise RegexLimitError(
+                f"lexer DFA needs more than {self.max_states} states "
+                f"({len(self.nodes)} terminals); simplify the regexes or raise max_states"
+            )
+        if sid >= self.table.shape[0]:
+            cap = self.table.shape[0] * 2
+            table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+            table[: self.table.shape[0]] = self.table
+            accepts = np.zeros(cap, dtype=np.int8)
+            accepts[: self.accepts.shape[0]] = self.accepts
+            self.table, self.accepts = table, accepts
+        self._ids[state] = sid
+        self._states.append(state)
+        acc = tuple(t for t, n in state if n.nullable)
+        self._accepting.append(acc)
+        self._live.append(tuple(t for t, _ in state))
+        self.accepts[sid] = 1 if acc else 0
+        if not state:
+            self.table[sid] = DEAD
+        return sid
+
+    def _prune(self, pairs: Iterable[tuple[int, Node]]) -> State:
+        out = []
+        for t, n in pairs:
+            if n is EMPTY:
+                continue
+            if n.flags & F_BOOLEAN and self._is_empty(n):
+                continue
+            out.append((t, n))
+        return tuple(out)
+
+    def _is_empty(self, n: Node) -> bool:
+        r = self._empty_memo.get(n)
+        if r is None:
+            r = is_empty(n, limit=self.max_states) is True
+            self._empty_memo[n] = r
+        return r
+
+    def start(self, allowed: Iterable[int] | None = None) -> int:
+        """State recognising the terminals in ``allowed`` (all when None); cached.
+
+        With no live terminal the result is a state whose row is all ``DEAD``.
+        """
+        key = None if allowed is None else frozenset(allowed)
+        sid = self._start_cache.get(key)
+        if sid is None:
+            ids = range(len(self.nodes)) if key is None else sorted(key)
+            for t in ids:
+                if not 0 <= t < len(self.nodes):
+                    raise IndexError(f"terminal id {t} out of range 0..{len(self.nodes) - 1}")
+            sid = self._state_id(self._prune((t, self.nodes[t]) for t in ids))
+            self._start_cache[key] = sid
+        return sid
+
+    def state_of(self, pairs: Iterable[tuple[int, Node]]) -> int:
+        """State id for explicit ``(terminal, node)`` pairs (terminals in increasing order)."""
+        return self._state_id(self._prune(sorted(pairs, key=lambda p: p[0])))
+
+    # -- rows ------------------------------------------------------------------------------
+    def fill_row(self, state: int) -> None:
+        """Compute the table row of ``state`` (no-op if already filled).
+
+        Raises:
+            RegexLimitError: if a new state would exceed ``max_states``.
+        """
+        if self.table[state, 0] != UNKNOWN:  # rows are written whole
+            return
+        pairs = self._states[state]
+        values = np.empty(256, dtype=np.int32)
+        if not pairs:
+            values.fill(DEAD)
+        else:
+            for cls in byte_classes(n for _, n in pairs):
+                b = lowest_byte(cls)
+                nxt = self._prune((t, derivative(n, b)) for t, n in pairs)
+                target = self._state_id(nxt) if nxt else DEAD
+                values[mask_bytes(cls)] = target
+        self.table[state] = values  # self.table may have been replaced by _state_id
+
+    def step(self, state: int, byte: int) -> int:
+        """Next state after ``byte`` (``DEAD`` if no terminal survives); fills lazily."""
+        v = int(self.table[state, byte])
+        if v == UNKNOWN:
+            self.fill_row(state)
+            v = int(self.table[state, byte])
+        return v
+
+    def run(self, state: int, data: bytes) -> int:
+        """State after ``data`` from ``state`` (``DEAD`` as soon as nothing is live)."""
+        for b in data:
+            state = self.step(state, b)
+            if state < 0:
+                return DEAD
+        return state
+
+    def accepting(self, state: int) -> tuple[int, ...]:
+        """Terminals whose regex matches the text read so far."""
+        return self._accepting[state]
+
+    def live(self, state: int) -> tuple[int, ...]:
+        """Terminals that can still match after more bytes (or already match)."""
+        return self._live[state]
+
+    def can_continue(self, state: int, terminal: int | None = None) -> bool:
+        """Whether some byte keeps ``terminal`` (any terminal when None) alive."""
+        self.fill_row(state)
+        row = self.table[state]
+        targets = set(int(x) for x in np.unique(row) if x >= 0)
+        if terminal is None:
+            return bool(targets)
+        return any(terminal in self._live[s] for s in targets)
+
+    def derivative_of(self, state: int, terminal: int) -> Node:
+        """The remaining regex of ``terminal`` in ``state`` (``EMPTY`` if not live)."""
+        for t, n in self._states[state]:
+            if t == terminal:
+                return n
+        return EMPTY
+
+    def fill_reachable(self, state: int | None = None, limit: int | None = None) -> int:
+        """Fill every row reachable from ``state`` (default: all-terminal start); returns
+        the number of states. Raises RegexLimitError past ``max_states``."""
+        todo = [self.start() if state is None else state]
+        seen = set(todo)
+        while todo:
+            s = todo.pop()
+            self.fill_row(s)
+            for x in np.unique(self.table[s]):
+                x = int(x)
+                if x >= 0 and x not in seen:
+                    seen.add(x)
+                    todo.append(x)
+            if limit is not None and len(seen) > limit:
+                break
+        return len(seen)
+
+
+# --- whole-language questions ----------------------------------------------------------------
+
+
+def matches(node: Node, data: bytes | str) -> bool:
+    """Whether ``data`` (str is UTF-8 encoded) is in ``L(node)``. O(len) after warm-up."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    for b in data:
+        node = derivative(node, b)
+        if node is EMPTY:
+            return False
+    return node.nullable
+
+
+def is_empty(node: Node, *, limit: int = 10_000) -> bool | None:
+    """Whether ``L(node)`` is empty: True, False, or None if ``limit`` derivatives did not
+    decide it. Explores derivatives (by byte class) breadth-first."""
+    if node is EMPTY:
+        return True
+    if node.nullable:
+        return False
+    if not node.flags & F_BOOLEAN:
+        return False  # ∅ is the only empty node without intersection/complement
+    seen = {node}
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        for cls in byte_classes((n,)):
+            d = derivative(n, lowest_byte(cls))
+            if d is EMPTY or d in seen:
+                continue
+            if d.nullable or not d.flags & F_BOOLEAN:
+                return False
+            if len(seen) >= limit:
+                return None
+            seen.add(d)
+            todo.append(d)
+    return True
+
+
+def is_subset(a: Node, b: Node, *, limit: int = 10_000) -> bool:
+    """Whether ``L(a) ⊆ L(b)`` (emptiness of ``a & ~b``). False when undecided within
+    ``limit`` derivative states, so a True answer is always sound."""
+    from .ast import complement, intersect
+
+    return is_empty(intersect(a, complement(b)), limit=limit) is True
+
+
+def is_equivalent(a: Node, b: Node, *, limit: int = 10_000) -> bool:
+    return is_subset(a, b, limit=limit) and is_subset(b, a, limit=limit)
+
+
+def example(node: Node, *, limit: int = 10_000) -> bytes | None:
+    """A shortest byte string in ``L(node)``, or None if empty (or undecided)."""
+    from collections import deque
+
+    if node.nullable:
+        return b""
+    seen = {node}
+    q = deque([(node, b"")])
+    while q:
+        n, s = q.popleft()
+        for cls in byte_classes((n,)):
+            b = lowest_byte(cls)
+            d = derivative(n, b)
+            if d is EMPTY or d in seen:
+                continue
+            if d.nullable:
+                return s + bytes([b])
+            if len(seen) >= limit:
+                return None
+            seen.add(d)
+            q.append((d, s + bytes([b])))
+    return None

@@ -1,0 +1,719 @@
+"""Regex syntax (Python ``re`` and ECMA-262) → byte-level ``Node``.
+
+1. A recursive-descent parser turns the pattern into a small parse tree whose leaves are
+   code point sets (``CharSet``) and anchors; case folding, ``.``, ``\\d \\w \\s`` are
+   resolved per flavor while parsing.
+2. Code point sets become UTF-8 byte automata (``charset.utf8_sequences``).
+3. Anchors are lowered exactly with two marker bytes that never occur in UTF-8:
+   ``^``/``\\A`` match a begin marker, ``$``/``\\Z``/``\\z`` an end marker. The pattern is
+   wrapped for the requested semantics (fullmatch, or search: any text may surround an
+   unanchored side), then the begin marker is removed by a left derivative, the end marker
+   by a right quotient, and markers left in the middle (which no text can match) are
+   stripped from every byte set.
+
+Not regular, rejected with ``RegexError`` naming the offset: backreferences, lookaround,
+word boundaries, atomic groups and possessive quantifiers, conditionals, Python's
+``$`` (which may match before a final newline) anywhere but at the end of the pattern,
+and multi-line mode anchors. Lazy quantifiers denote the same language as greedy ones.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from ..errors import RegexError
+from . import charset as cs
+from .ast import (
+    EMPTY,
+    EPSILON,
+    INF,
+    K_ALT,
+    K_AND,
+    K_BYTES,
+    K_CONCAT,
+    K_EMPTY,
+    K_EPS,
+    K_NOT,
+    K_REPEAT,
+    K_STAR,
+    Node,
+    _bytes,
+    alt,
+    byte_range,
+    complement,
+    concat,
+    derivative,
+    intersect,
+    repeat,
+    star,
+)
+
+Flavor = Literal["python", "ecma"]
+FLAVORS = ("python", "ecma")
+
+BEGIN, END = 0xFE, 0xFF  # marker bytes: never part of valid UTF-8
+_MARKERS_MASK = (1 << BEGIN) | (1 << END)
+
+
+def check_flavor(flavor: str) -> None:
+    if flavor not in FLAVORS:
+        raise ValueError(f"flavor must be one of {FLAVORS}; got {flavor!r}")
+
+
+@dataclass
+class _Flags:
+    ignore_case: bool = False
+    dotall: bool = False
+    verbose: bool = False
+    multiline: bool = False
+    ascii: bool = False
+
+    def copy(self) -> _Flags:
+        return _Flags(self.ignore_case, self.dotall, self.verbose, self.multiline, self.ascii)
+
+
+# parse tree: ("set", CharSet) | ("seq", [t]) | ("alt", [t]) | ("rep", t, lo, hi)
+#             | ("bol", offset) | ("eol", "end" | "py", offset)
+Tree = tuple  # type: ignore[type-arg]
+
+_PY_SIMPLE = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
+_ECMA_SIMPLE = {"f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
+_HEX = "0123456789abcdefABCDEF"
+
+
+class _Parser:
+    def __init__(self, pattern: str, flavor: str, flags: _Flags) -> None:
+        self.p, self.flavor, self.i = pattern, flavor, 0
+        self.flags = flags
+        self.n_groups = 0
+
+    # -- helpers ----------------------------------------------------------------------
+    def error(self, msg: str, offset: int | None = None) -> RegexError:
+        return RegexError(msg, self.p, self.i if offset is None else offset)
+
+    def peek(self, k: int = 0) -> str:
+        j = self.i + k
+        return self.p[j] if j < len(self.p) else ""
+
+    def eat(self, s: str) -> bool:
+        if self.p.startswith(s, self.i):
+            self.i += len(s)
+            return True
+        return False
+
+    def skip_verbose(self) -> None:
+        if not self.flags.verbose:
+            return
+        while self.i < len(self.p):
+            c = self.p[self.i]
+            if c in " \t\n\r\f\v":
+                self.i += 1
+            elif c == "#":
+                while self.i < len(self.p) and self.p[self.i] != "\n":
+                    self.i += 1
+            else:
+                break
+
+    # -- grammar ----------------------------------------------------------------------
+    def parse(self) -> Tree:
+        self.global_flags()
+        t = self.alternation()
+        if self.i < len(self.p):
+            raise self.error("unbalanced parenthesis ')'")
+        return t
+
+    def global_flags(self) -> None:
+        """Leading ``(?aimsux)`` groups set flags for the whole pattern."""
+        while self.p.startswith("(?", self.i):
+            j = self.i + 2
+            while j < len(self.p) and self.p[j] in "aiLmsux":
+                j += 1
+            if j < len(self.p) and self.p[j] == ")" and j > self.i + 2:
+                for c in self.p[self.i + 2 : j]:
+                    self.set_flag(self.flags, c, True, self.i)
+                self.i = j + 1
+            else:
+                break
+
+    def set_flag(self, flags: _Flags, c: str, on: bool, offset: int) -> None:
+        if c == "i":
+            flags.ignore_case = on
+        elif c == "s":
+            flags.dotall = on
+        elif c == "x":
+            flags.verbose = on
+        elif c == "m":
+            flags.multiline = on
+        elif c == "a":
+            flags.ascii = on
+        elif c == "u":
+            pass
+        else:
+            raise self.error(f"flag '{c}' is not supported", offset)
+
+    def alternation(self) -> Tree:
+        branches = [self.sequence()]
+        while self.eat("|"):
+            branches.append(self.sequence())
+        return branches[0] if len(branches) == 1 else ("alt", branches)
+
+    def sequence(self) -> Tree:
+        items: list[Tree] = []
+        while True:
+            self.skip_verbose()
+            c = self.peek()
+            if c == "" or c == "|" or c == ")":
+                break
+            start = self.i
+            atom = self.atom()
+            if atom is None:
+                continue
+            atom = self.quantifiers(atom, start)
+            items.append(atom)
+        return items[0] if len(items) == 1 else ("seq", items)
+
+    def quantifiers(self, atom: Tree, start: int) -> Tree:
+        quantified = False
+        while True:
+            self.skip_verbose()
+            q_at = self.i
+            c = self.peek()
+            if c in ("*", "+", "?"):
+                self.i += 1
+                lo, hi = {"*": (0, INF), "+": (1, INF), "?": (0, 1)}[c]
+            elif c == "{":
+                b = self.brace()
+                if b is None:
+                    return atom
+                lo, hi = b
+            else:
+                return atom
+            if atom[0] in ("bol", "eol"):
+                raise self.error("nothing to repeat (an anchor cannot be quantified)", q_at)
+            if quantified:
+                raise self.error("multiple repeat", q_at)
+            if self.peek() == "?":
+                self.i += 1  # lazy: same language
+            elif self.peek() == "+" and self.flavor == "python":
+                raise self.error("possessive quantifiers are not supported (not regular under derivatives)", self.i)
+            atom = ("rep", atom, lo, hi)
+            quantified = self.flavor == "python"
+
+    def brace(self) -> tuple[int, int] | None:
+        j = self.i + 1
+        k = j
+        while k < len(self.p) and self.p[k].isdigit() and self.p[k].isascii():
+            k += 1
+        lo_s = self.p[j:k]
+        hi_s: str | None = lo_s
+        if k < len(self.p) and self.p[k] == ",":
+            m = k + 1
+            while m < len(self.p) and self.p[m].isdigit() and self.p[m].isascii():
+                m += 1
+            hi_s = self.p[k + 1 : m]
+            k = m
+        if k >= len(self.p) or self.p[k] != "}":
+            return None
+        if self.flavor == "ecma" and not lo_s:
+            return None  # Annex B: "{" that does not start a quantifier is a literal
+        if self.flavor == "python" and not lo_s and hi_s == lo_s:
+            return None  # "{}" is literal
+        at = self.i
+        self.i = k + 1
+        lo = int(lo_s) if lo_s else 0
+        hi = INF if hi_s == "" else int(hi_s)  # type: ignore[arg-type]
+        if hi != INF and hi < lo:
+            raise self.error("min repeat greater than max repeat", at)
+        if max(lo, hi) > 100_000:
+            raise self.error("repeat count too large (limit 100000)", at)
+        return lo, hi
+
+    def atom(self) -> Tree | None:
+        c = self.peek()
+        at = self.i
+        if c == "(":
+            return self.group()
+        if c == "[":
+            return ("set", self.char_class())
+        if c == ".":
+            self.i += 1
+            return ("set", self.dot())
+        if c == "^":
+            self.i += 1
+            if self.flags.multiline:
+                raise self.error("'^' in multi-line mode is not supported", at)
+            return ("bol", at)
+        if c == "$":
+            self.i += 1
+            if self.flags.multiline:
+                raise self.error("'$' in multi-line mode is not supported", at)
+            return ("eol", "py" if self.flavor == "python" else "end", at)
+        if c in "*+?":
+            raise self.error("nothing to repeat", at)
+        if c == "{" and self.flavor == "python" and self.brace_is_quantifier():
+            raise self.error("nothing to repeat", at)
+        if c == "\\":
+            return self.escape()
+        if c == ")":
+            raise self.error("unbalanced parenthesis ')'", at)
+        self.i += 1
+        if self.flavor == "ecma" and c in "]}":
+            pass  # Annex B: literal
+        return ("set", self.literal_set(ord(c)))
+
+    def brace_is_quantifier(self) -> bool:
+        save = self.i
+        try:
+            return self.brace() is not None
+        finally:
+            self.i = save
+
+    def group(self) -> Tree | None:
+        at = self.i
+        self.i += 1
+        flags = None
+        if self.eat("?"):
+            c = self.peek()
+            if self.eat("P<") or (c == "<" and self.peek(1) not in "=!"):
+                if c == "<":
+                    self.i += 1
+                end = self.p.find(">", self.i)
+                name = self.p[self.i : end] if end >= 0 else ""
+                if end < 0 or not name.isidentifier():
+                    raise self.error("bad group name", self.i)
+                self.i = end + 1
+            elif self.eat("P="):
+                raise self.error("backreferences are not supported (not regular)", at)
+            elif self.eat(":"):
+                pass
+            elif c in ("=", "!"):
+                raise self.error("lookahead is not supported (not regular under this engine)", at)
+            elif c == "<":
+                raise self.error("lookbehind is not supported (not regular under this engine)", at)
+            elif c == ">":
+                raise self.error("atomic groups are not supported", at)
+            elif c == "#":
+                end = self.p.find(")", self.i)
+                if end < 0:
+                    raise self.error("missing ), unterminated comment", at)
+                self.i = end + 1
+                return None
+            elif c == "(":
+                raise self.error("conditional groups are not supported (not regular)", at)
+            else:
+                flags = self.flags.copy()
+                on = True
+                j = self.i
+                while self.peek() and self.peek() in "aiLmsux-":
+                    ch = self.p[self.i]
+                    if ch == "-":
+                        on = False
+                    else:
+                        self.set_flag(flags, ch, on, self.i)
+                    self.i += 1
+                if self.eat(")"):
+                    raise self.error("global flags not at the start of the expression", at)
+                if not self.eat(":") or self.i == j + 1:
+                    raise self.error("unknown extension ?" + self.p[j : j + 1], at + 1)
+        else:
+            self.n_groups += 1
+        saved = self.flags
+        if flags is not None:
+            self.flags = flags
+        t = self.alternation()
+        self.flags = saved
+        if not self.eat(")"):
+            raise self.error("missing ), unterminated subpattern", at)
+        return t
+
+    # -- sets ----------------------------------------------------------------------------
+    def literal_set(self, cp: int) -> cs.CharSet:
+        s = ((cp, cp),)
+        if self.flags.ignore_case:
+            s = cs.casefold_set(s, self.flags.ascii)
+        return s
+
+    def dot(self) -> cs.CharSet:
+        if self.flags.dotall:
+            return cs.ALL
+        if self.flavor == "ecma":
+            return cs.complement(cs.ECMA_LINE_TERMINATORS)
+        return cs.complement(cs.NEWLINE)
+
+    def char_class(self) -> cs.CharSet:
+        at = self.i
+        self.i += 1
+        negate = self.eat("^")
+        plain: list[tuple[int, int]] = []  # literal ranges (subject to case folding)
+        classes: list[cs.CharSet] = []  # \d \w ... (not folded)
+        first = True
+        while True:
+            c = self.peek()
+            if c == "":
+                raise self.error("unterminated character set", at)
+            if c == "]" and not (first and self.flavor == "python"):
+                self.i += 1
+                break
+            first = False
+            item_at = self.i
+            lo = self.class_atom()
+            if self.peek() == "-" and self.peek(1) not in ("]", ""):
+                self.i += 1
+                hi_at = self.i
+                hi = self.class_atom()
+                if isinstance(lo, tuple) or isinstance(hi, tuple):
+                    if self.flavor == "python":
+                        raise self.error("bad character range", item_at)
+                    # Annex B: "[\w-x]" is \w, "-", x
+                    for part in (lo, hi):
+                        if isinstance(part, tuple):
+                            classes.append(part)
+                        else:
+                            plain.append((part, part))
+                    plain.append((45, 45))
+                    continue
+                if hi < lo:
+                    raise self.error("bad character range (end before start)", hi_at)
+                plain.append((lo, hi))
+            elif isinstance(lo, tuple):
+                classes.append(lo)
+            else:
+                plain.append((lo, lo))
+        s = cs.normalize(plain)
+        if self.flags.ignore_case:
+            s = cs.casefold_set(s, self.flags.ascii)
+        s = cs.union(s, *classes)
+        return cs.complement(s) if negate else s
+
+    def class_atom(self) -> int | cs.CharSet:
+        c = self.peek()
+        if c != "\\":
+            self.i += 1
+            return ord(c)
+        at = self.i
+        self.i += 1
+        c = self.peek()
+        if c == "":
+            raise self.error("bad escape (end of pattern)", at)
+        if c in "dwsDWS":
+            self.i += 1
+            return cs.class_escape(c, self.flavor, self.flags.ascii)
+        if c == "b":
+            self.i += 1
+            return 8
+        if self.flavor == "python" and c in "01234567":
+            j = self.i
+            while self.i < len(self.p) and self.i - j < 3 and self.p[self.i] in "01234567":
+                self.i += 1
+            v = int(self.p[j : self.i], 8)
+            if v > 0o377:
+                raise self.error("octal escape value outside of range 0-0o377", at)
+            return v
+        if self.flavor == "python" and c.isdigit():
+            raise self.error(f"bad escape \\{c}", at)
+        if c == "B" and self.flavor == "python":
+            raise self.error("bad escape \\B", at)
+        if c == "-" :
+            self.i += 1
+            return 45
+        return self.char_escape(at)
+
+    def char_escape(self, at: int) -> int:
+        """An escape denoting one code point; ``self.i`` is after the backslash."""
+        c = self.peek()
+        self.i += 1
+        simple = _PY_SIMPLE if self.flavor == "python" else _ECMA_SIMPLE
+        if c in simple:
+            return simple[c]
+        if c == "x":
+            if self.flavor == "python" or (self.peek() in _HEX and self.peek(1) in _HEX and self.peek() and self.peek(1)):
+                return self.hex_digits(2, at)
+            return ord("x")
+        if c == "u":
+            if self.peek() == "{":
+                end = self.p.find("}", self.i)
+                digits = self.p[self.i + 1 : end] if end > 0 else ""
+                if not digits or any(d not in _HEX for d in digits):
+                    raise self.error("bad \\u{...} escape", at)
+                self.i = end + 1
+                v = int(digits, 16)
+                if v > cs.MAX_CP:
+                    raise self.error("code point out of range", at)
+                return v
+            if self.flavor == "ecma" and not all(self.peek(k) and self.peek(k) in _HEX for k in range(4)):
+                return ord("u")
+            v = self.hex_digits(4, at)
+            if self.flavor == "ecma" and 0xD800 <= v <= 0xDBFF and self.p.startswith("\\u", self.i):
+                save = self.i
+                self.i += 2
+                if all(self.peek(k) and self.peek(k) in _HEX for k in range(4)):
+                    low = int(self.p[self.i : self.i + 4], 16)
+                    if 0xDC00 <= low <= 0xDFFF:
+                        self.i += 4
+                        return 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00)
+                self.i = save
+            return v
+        if c == "U" and self.flavor == "python":
+            v = self.hex_digits(8, at)
+            if v > cs.MAX_CP:
+                raise self.error("bad escape \\U (code point out of range)", at)
+            return v
+        if c == "N" and self.flavor == "python":
+            if self.peek() != "{":
+                raise self.error("missing { after \\N", at)
+            end = self.p.find("}", self.i)
+            name = self.p[self.i + 1 : end] if end > 0 else ""
+            try:
+                v = ord(unicodedata.lookup(name))
+            except KeyError:
+                raise self.error(f"undefined character name {name!r}", at) from None
+            self.i = end + 1
+            return v
+        if self.flavor == "ecma":
+            if c == "c" and self.peek().isascii() and self.peek().isalpha():
+                self.i += 1
+                return ord(self.p[self.i - 1]) % 32
+            if c == "0" and not self.peek().isdigit():
+                return 0
+            if c.isdigit():
+                raise self.error("backreferences are not supported (not regular)", at)
+            if c in "pP":
+                raise self.error("Unicode property escapes \\p{...} are not supported", at)
+            if c == "k" and self.peek() == "<":
+                raise self.error("backreferences are not supported (not regular)", at)
+            return ord(c)  # identity escape (Annex B)
+        if c.isascii() and c.isalnum():
+            raise self.error(f"bad escape \\{c}", at)
+        return ord(c)
+
+    def hex_digits(self, n: int, at: int) -> int:
+        digits = self.p[self.i : self.i + n]
+        if len(digits) != n or any(d not in _HEX for d in digits):
+            raise self.error(f"incomplete escape (expected {n} hex digits)", at)
+        self.i += n
+        return int(digits, 16)
+
+    def escape(self) -> Tree:
+        at = self.i
+        self.i += 1
+        c = self.peek()
+        if c == "":
+            raise self.error("bad escape (end of pattern)", at)
+        if c in "dwsDWS":
+            self.i += 1
+            return ("set", cs.class_escape(c, self.flavor, self.flags.ascii))
+        if c in "bB":
+            raise self.error(f"word boundary \\{c} is not supported", at)
+        if c == "A" and self.flavor == "python":
+            self.i += 1
+            return ("bol", at)
+        if c in "Zz" and self.flavor == "python":
+            self.i += 1
+            return ("eol", "end", at)
+        if self.flavor == "python" and c.isdigit():
+            if c == "0":
+                j = self.i
+                while self.i < len(self.p) and self.i - j < 3 and self.p[self.i] in "01234567":
+                    self.i += 1
+                return ("set", self.literal_set(int(self.p[j : self.i], 8)))
+            if (
+                c in "01234567"
+                and self.peek(1) in tuple("01234567")
+                and self.peek(2) in tuple("01234567")
+                and self.peek(1)
+                and self.peek(2)
+            ):
+                v = int(self.p[self.i : self.i + 3], 8)
+                if v > 0o377:
+                    raise self.error("octal escape value outside of range 0-0o377", at)
+                self.i += 3
+                return ("set", self.literal_set(v))
+            raise self.error("backreferences are not supported (not regular)", at)
+        return ("set", self.literal_set(self.char_escape(at)))
+
+
+# --- lowering --------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def charset_node(s: cs.CharSet) -> Node:
+    """Byte-level node matching exactly the UTF-8 encodings of the code points in ``s``."""
+    seqs = cs.utf8_sequences(s)
+    return alt(*[concat(*[byte_range(lo, hi) for lo, hi in seq]) for seq in seqs])
+
+
+def _empty_only(t: Tree) -> bool:
+    k = t[0]
+    if k in ("bol", "eol"):
+        return True
+    if k in ("seq", "alt"):
+        return all(_empty_only(x) for x in t[1])
+    if k == "rep":
+        return _empty_only(t[1])
+    return t[1] == ()  # an empty set matches nothing
+
+
+class _Lowering:
+    def __init__(self, pattern: str, search: bool) -> None:
+        self.pattern, self.search = pattern, search
+        self.anchors = False
+
+    def lower(self, t: Tree, at_end: bool) -> Node:
+        k = t[0]
+        if k == "set":
+            return charset_node(t[1])
+        if k == "seq":
+            items = t[1]
+            out = []
+            for i, x in enumerate(items):
+                tail_empty = at_end and all(_empty_only(y) for y in items[i + 1 :])
+                out.append(self.lower(x, tail_empty))
+            return concat(*out)
+        if k == "alt":
+            return alt(*[self.lower(x, at_end) for x in t[1]])
+        if k == "rep":
+            return repeat(self.lower(t[1], at_end and _empty_only(t[1])), t[2], t[3])
+        self.anchors = True
+        if k == "bol":
+            return _bytes(1 << BEGIN)
+        # end of line
+        end = _bytes(1 << END)
+        if t[1] == "py":
+            if not at_end:
+                raise RegexError(
+                    "'$' is only supported at the end of the pattern (Python's '$' may match "
+                    "before a final newline); use \\Z",
+                    self.pattern,
+                    t[2],
+                )
+            if self.search:
+                return alt(end, concat(_bytes(1 << 10), end))
+        return end
+
+
+def _right_quotient(node: Node, b: int, memo: dict[Node, Node]) -> Node:
+    """``{s | s·b ∈ L(node)}``."""
+    r = memo.get(node)
+    if r is not None:
+        return r
+    k = node.kind
+    if k == K_BYTES:
+        r = EPSILON if node.args[0] >> b & 1 else EMPTY
+    elif k == K_CONCAT:
+        a, rest = node.args
+        r = concat(a, _right_quotient(rest, b, memo))
+        if rest.nullable:
+            r = alt(r, _right_quotient(a, b, memo))
+    elif k == K_ALT:
+        r = alt(*[_right_quotient(m, b, memo) for m in node.args])
+    elif k == K_STAR:
+        r = concat(node, _right_quotient(node.args[0], b, memo))
+    elif k == K_REPEAT:
+        inner, lo, hi = node.args
+        r = concat(repeat(inner, max(lo - 1, 0), INF if hi == INF else hi - 1), _right_quotient(inner, b, memo))
+    elif k == K_AND:
+        r = intersect(*[_right_quotient(m, b, memo) for m in node.args])
+    elif k == K_NOT:
+        r = complement(_right_quotient(node.args[0], b, memo))
+    else:
+        r = EMPTY
+    memo[node] = r
+    return r
+
+
+def map_masks(node: Node, f, memo: dict[Node, Node] | None = None) -> Node:  # type: ignore[no-untyped-def]
+    """Rebuild ``node`` with every byte mask ``m`` replaced by ``f(m)``."""
+    if memo is None:
+        memo = {}
+    r = memo.get(node)
+    if r is not None:
+        return r
+    k = node.kind
+    if k in (K_EMPTY, K_EPS):
+        r = node
+    elif k == K_BYTES:
+        r = _bytes(f(node.args[0]))
+    elif k == K_CONCAT:
+        r = concat(map_masks(node.args[0], f, memo), map_masks(node.args[1], f, memo))
+    elif k == K_ALT:
+        r = alt(*[map_masks(m, f, memo) for m in node.args])
+    elif k == K_STAR:
+        r = star(map_masks(node.args[0], f, memo))
+    elif k == K_REPEAT:
+        r = repeat(map_masks(node.args[0], f, memo), node.args[1], node.args[2])
+    elif k == K_AND:
+        r = intersect(*[map_masks(m, f, memo) for m in node.args])
+    else:
+        r = complement(map_masks(node.args[0], f, memo))
+    memo[node] = r
+    return r
+
+
+ANY_CHAR = charset_node(cs.ALL)  # one valid UTF-8 encoded code point
+
+
+def _compile(pattern: str, flavor: str, ignore_case: bool, dotall: bool, search: bool) -> Node:
+    check_flavor(flavor)
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be str; got {type(pattern).__name__}")
+    tree = _Parser(pattern, flavor, _Flags(ignore_case=ignore_case, dotall=dotall)).parse()
+    low = _Lowering(pattern, search)
+    body = low.lower(tree, True)
+    if not low.anchors:
+        if search:
+            return concat(star(ANY_CHAR), body, star(ANY_CHAR))
+        return body
+    begin, end = _bytes(1 << BEGIN), _bytes(1 << END)
+    # the text is read as BEGIN·text·END; a side the pattern does not anchor is consumed
+    # by the wrapper (with any text around it, for search)
+    if search:
+        full = concat(
+            alt(EPSILON, concat(begin, star(ANY_CHAR))),
+            body,
+            alt(EPSILON, concat(star(ANY_CHAR), end)),
+        )
+    else:
+        full = concat(alt(EPSILON, begin), body, alt(EPSILON, end))
+    n = derivative(full, BEGIN)
+    n = _right_quotient(n, END, {})
+    return map_masks(n, lambda m: m & ~_MARKERS_MASK)
+
+
+def parse(
+    pattern: str,
+    *,
+    flavor: Flavor = "python",
+    ignore_case: bool = False,
+    dotall: bool = False,
+) -> Node:
+    """Compile ``pattern`` to a node matching exactly the UTF-8 texts it *fully* matches.
+
+    ``re.fullmatch(pattern, text)`` succeeds iff ``text.encode()`` is in the language
+    (``flavor="python"``); ``flavor="ecma"`` follows ECMA-262 (``\\d \\w`` ASCII, ``.`` stops
+    at any line terminator, Annex B leniency). Anchors at the ends are allowed.
+
+    Raises:
+        RegexError: bad syntax or a non-regular feature; the message names the offset.
+    """
+    return _compile(pattern, flavor, ignore_case, dotall, False)
+
+
+def search(
+    pattern: str,
+    *,
+    flavor: Flavor = "ecma",
+    ignore_case: bool = False,
+    dotall: bool = False,
+) -> Node:
+    """A node for the texts in which ``pattern`` matches *somewhere* (``re.search``).
+
+    This is what a JSON Schema ``pattern`` means (hence ``flavor="ecma"`` by default):
+    unanchored sides may be surrounded by any text, ``^``/``$`` pin the match to an end.
+
+    Raises:
+        RegexError: as ``parse``.
+    """
+    return _compile(pattern, flavor, ignore_case, dotall, True)
