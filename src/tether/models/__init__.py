@@ -1,1 +1,115 @@
-"""tether.models layer (see docs/architecture.md)."""
+"""tether.models: model backends behind one protocol (``base.Model``).
+
+Code map: ``base.py`` (the ``Model`` protocol and ``Costs``), ``llama_cpp.py`` (GGUF
+models in-process; the embedded Gemma 3 270M), ``scripted.py`` (deterministic test
+model), ``transformers_model.py`` and ``openai_http.py`` (other backends).
+``load_model(spec)`` picks one from a short description. Importing this package is
+cheap: backends import their heavy libraries only when a model is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tether.errors import ModelError
+from tether.models.base import Costs, Model
+
+if TYPE_CHECKING:
+    from tether.models.llama_cpp import LlamaCppModel
+    from tether.models.scripted import ScriptedModel
+
+__all__ = ["Costs", "LlamaCppModel", "Model", "ScriptedModel", "load_model"]
+
+EMBEDDED_NAMES = frozenset({"embedded", "default", "gemma3-270m", "gemma-3-270m",
+                            "gemma3-270m-q4-k-m", "gemma3-270m-q4_k_m"})
+
+_LAZY = {
+    "LlamaCppModel": "tether.models.llama_cpp",
+    "ScriptedModel": "tether.models.scripted",
+}
+
+# Backend modules written beside this one; each offers ``load(spec, **options)`` or one
+# of the class names listed (constructed as ``cls(spec, **options)``).
+_BACKENDS = {
+    "transformers": ("tether.models.transformers_model", "transformers",
+                     ("TransformersModel",)),
+    "openai": ("tether.models.openai_http", "openai",
+               ("OpenAIModel", "OpenAIHTTPModel", "OpenAICompatibleModel")),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tether.models' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def load_model(spec: Any = None, **options: Any) -> Model:
+    """Load a model from a short description.
+
+    ``spec`` may be:
+
+    * ``None``, ``"embedded"`` or ``"gemma3-270m"``: the embedded Gemma 3 270M (llama.cpp);
+    * a path to a ``.gguf`` file, or ``"llama.cpp:<path>"``: that file with llama.cpp;
+    * a directory holding a Hugging Face model (``config.json``), or
+      ``"transformers:<name or path>"``: the transformers backend;
+    * an ``http://`` or ``https://`` URL (``"https://host/v1#model-name"``): an
+      OpenAI-compatible server;
+    * an object that already is a model: returned as is.
+
+    ``options`` go to the backend's constructor (e.g. ``n_threads``, ``n_ctx``).
+
+    Raises:
+        MissingDependencyError: the backend's extra is not installed.
+        ModelError: ``spec`` names no known kind of model, or loading failed.
+    """
+    if spec is not None and not isinstance(spec, str | Path):
+        if isinstance(spec, Model):
+            return spec
+        raise ModelError(f"cannot load a model from {type(spec).__name__} {spec!r}")
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() in EMBEDDED_NAMES):
+        from tether.models.llama_cpp import LlamaCppModel
+
+        return LlamaCppModel(None, **options)
+    text = str(spec).strip()
+    if text.startswith("llama.cpp:") or text.lower().endswith(".gguf"):
+        from tether.models.llama_cpp import LlamaCppModel
+
+        return LlamaCppModel(text.removeprefix("llama.cpp:"), **options)
+    if text.startswith(("http://", "https://")):
+        return _load_backend("openai", text, options)
+    if text.startswith(("transformers:", "hf:")):
+        return _load_backend("transformers", text.split(":", 1)[1], options)
+    path = Path(text).expanduser()
+    if path.is_dir() and (path / "config.json").exists():
+        return _load_backend("transformers", str(path), options)
+    if path.exists():
+        raise ModelError(f"{text}: not a .gguf file nor a Hugging Face model directory")
+    raise ModelError(
+        f"unknown model {text!r}; expected 'embedded', a .gguf path, a transformers directory "
+        "or 'transformers:<name>', or an http(s) URL of an OpenAI-compatible server"
+    )
+
+
+def _load_backend(kind: str, spec: str, options: dict[str, Any]) -> Model:
+    module_name, extra, class_names = _BACKENDS[kind]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            raise ModelError(
+                f"the {kind} backend ({module_name}) is not available in this version of tether"
+            ) from None
+        raise
+    loader = getattr(module, "load", None)
+    if callable(loader):
+        return loader(spec, **options)  # type: ignore[no-any-return]
+    for name in class_names:
+        cls = getattr(module, name, None)
+        if cls is not None:
+            return cls(spec, **options)  # type: ignore[no-any-return]
+    raise ModelError(f"{module_name} offers no load() nor any of {', '.join(class_names)} "
+                     f"(install 'tether[{extra}]'?)")

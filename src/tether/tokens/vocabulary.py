@@ -25,8 +25,8 @@ from tether.errors import VocabularyError
 
 TokenId = NewType("TokenId", int)
 
-# Texts that end a turn in common chat templates; llama.cpp treats these control tokens
-# as end-of-generation as well (its `special_eog_ids`).
+# Texts of end-of-generation tokens. llama.cpp (llama-vocab.cpp) turns tokens with these
+# texts into CONTROL tokens that end generation, whatever type the GGUF gives them.
 _EOG_TEXTS = frozenset(
     {
         "<end_of_turn>",
@@ -37,6 +37,9 @@ _EOG_TEXTS = frozenset(
         "<|endoftext|>",
         "<|return|>",
         "<|call|>",
+        "<EOT>",
+        "_<EOT>",
+        "<end_of_utterance>",
         "</s>",
         "<eos>",
         "<|end_of_text|>",
@@ -204,7 +207,10 @@ class Vocabulary:
             )
         tokens: list[bytes] = []
         special: dict[int, str] = {}
+        eog_texts = {t.encode() for t in _EOG_TEXTS}
         for i, (raw, kind) in enumerate(zip(texts, types_list, strict=True)):
+            if raw in eog_texts:
+                kind = 3  # llama.cpp makes these CONTROL (end of generation)
             if kind == 1:  # NORMAL
                 tokens.append(decode_normal(raw))
             elif kind == 6:  # BYTE: <0xNN>
