@@ -1,0 +1,159 @@
+"""Lookahead from a matcher's state: allowed bytes, forced bytes and tokens, and the
+shortest completion (for closing an output within a token budget).
+
+All functions leave the matcher unchanged. Costs are in lexer-table steps; the parser
+is only pushed where a lexeme ends.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tether.engine.tables import DEAD, UNKNOWN
+from tether.errors import ConstraintError
+
+if TYPE_CHECKING:
+    from tether.engine.matcher import Matcher
+
+# BFS byte order: printable ASCII first (readable completions), then the rest
+_ORDER = [*range(0x20, 0x7F), *range(0x20), 0x7F, *range(0x80, 0x100)]
+_MAX_FORCED = 4096
+
+
+def allowed_bytes_at(steps: Any, ls: int, node: int, parser: Any) -> list[int]:
+    """Bytes that may follow state ``(ls, node)``; ``parser()`` gives a parser at ``node``."""
+    row = steps.table[ls]
+    if (row == UNKNOWN).any():
+        steps.dfa.fill_row(ls)
+        row = steps.table[ls]
+    ok = row >= 0
+    a = steps.accid_of(ls)
+    if a >= 0 and not ok.all():
+        c = steps.transition(node, a, parser)
+        if c >= 0:
+            s0 = int(steps.nstart[c])
+            row2 = steps.table[s0]
+            if (row2 == UNKNOWN).any():
+                steps.dfa.fill_row(s0)
+                row2 = steps.table[s0]
+            ok |= row2 >= 0
+    return np.flatnonzero(ok).tolist()
+
+
+def forced_bytes(m: Matcher) -> bytes:
+    """Bytes every continuation of ``m`` starts with (stops at a choice or at acceptance)."""
+    if m._eos:
+        return b""
+    w = m.copy()
+    out = bytearray()
+    while len(out) < _MAX_FORCED and not w._accepting_now():
+        bs = w.allowed_bytes()
+        if len(bs) != 1 or not w._step(bs[0]):
+            break
+        out.append(bs[0])
+    return bytes(out)
+
+
+def forced_tokens(m: Matcher) -> list[int]:
+    """Tokens for ``forced_bytes(m)``: the compiled constraint's ``tokenize`` if given, else
+    greedy longest match over the vocabulary; a last token that some longer token extends
+    is dropped (what follows may merge with it). Every token returned is consumable."""
+    data = forced_bytes(m)
+    if not data:
+        return []
+    cc = m.cc
+    trie = cc.vindex.trie
+    if cc.tokenize is not None:
+        ids = list(cc.tokenize(data))
+    else:
+        ids = _greedy_tokenize(trie, data)
+        if ids is None:
+            return []
+    if ids:
+        last = cc.vocabulary.tokens[ids[-1]]
+        node = trie.find(last)
+        if node >= 0 and trie.end[node] > node + 1:
+            ids.pop()
+    w = m.copy()
+    good = []
+    for t in ids:
+        if not w.consume(t):
+            break
+        good.append(t)
+    return good
+
+
+def _greedy_tokenize(trie: Any, data: bytes) -> list[int] | None:
+    ids = []
+    i = 0
+    while i < len(data):
+        node, best, best_len = 0, -1, 0
+        j = i
+        while j < len(data):
+            child, stop, b = node + 1, int(trie.end[node]), data[j]
+            while child < stop and trie.byte[child] != b:
+                child = int(trie.end[child])
+            if child >= stop:
+                break
+            node = child
+            j += 1
+            if trie.token[node] >= 0:
+                best, best_len = int(trie.token[node]), j - i
+        if best < 0:
+            return None
+        ids.append(best)
+        i += best_len
+    return ids
+
+
+def shortest_completion(m: Matcher, max_states: int = 20000) -> bytes:
+    """A shortest byte string after which ``m`` is accepting (breadth-first search).
+
+    Raises:
+        ConstraintError: no completion within ``max_states`` explored states.
+    """
+    if m._eos or m._accepting_now():
+        return b""
+    cc = m.cc
+    st = cc.steps
+    start = (m._ls, m._node, m._start)
+    # state -> (previous state, byte); parsers kept per state for lexeme boundaries
+    prev: dict[tuple[int, int, bool], tuple[Any, int]] = {start: (None, -1)}
+    parsers: dict[int, Any] = {m._node: m._parser.copy()}
+    q = deque([start])
+    while q:
+        if len(prev) > max_states:
+            break
+        ls, node, at0 = cur = q.popleft()
+        parser = parsers[node]
+        for b in _ORDER:
+            s, c = st.step(ls, node, b, lambda p=parser: p)
+            if s == DEAD:
+                continue
+            if c != node and c not in parsers:
+                p2 = parser.copy()
+                st.push_lexeme(p2, st.accid_of(ls))
+                parsers[c] = p2
+            nxt = (s, c, False)
+            if nxt in prev:
+                continue
+            prev[nxt] = (cur, b)
+            a = st.accid_of(s)
+            done = False
+            if a >= 0:
+                t = st.transition(c, a, lambda p=parsers[c]: p)
+                done = t >= 0 and bool(st.naccept[t])
+            if done:
+                out = bytearray()
+                k: Any = nxt
+                while k != start:
+                    k, bb = prev[k]
+                    out.append(bb)
+                return bytes(reversed(out))
+            q.append(nxt)
+    raise ConstraintError(
+        f"no completion found within {max_states} states from output byte {m._out_len}"
+    )

@@ -1,0 +1,253 @@
+"""Matcher: the decoding state of one output under a compiled constraint.
+
+State: the lexer state inside the current lexeme, the parser node (an interned class of
+Earley states), whether the current lexeme is still empty, and an Earley parser kept in
+step with the node (only pushed when the node changes). Per consumed token a history
+entry allows ``rollback``; ``copy`` shares nothing mutable (the parser copy is one list
+copy of its row stack).
+
+Decode-time methods never raise on bad input: ``consume`` returns False, leaves the
+state unchanged and keeps a readable reason in ``.error``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tether.engine.tables import DEAD
+from tether.tokens.bitmask import check_mask
+
+if TYPE_CHECKING:
+    from tether.engine.compiled import CompiledConstraint
+
+
+class Matcher:
+    """Decoding state under a CompiledConstraint (create with ``CompiledConstraint.matcher()``).
+
+    Attributes:
+        error: why the last ``consume``/``consume_bytes`` was refused, else None.
+        n_tokens: tokens consumed so far.
+    """
+
+    __slots__ = ("cc", "_ls", "_node", "_start", "_parser", "_hist", "_eos", "error",
+                 "_out_len")
+
+    def __init__(self, cc: CompiledConstraint) -> None:
+        self.cc = cc
+        self._node = cc.root_node
+        self._ls = int(cc.steps.nstart[self._node])
+        self._start = True
+        self._parser: Any = cc.new_parser()
+        self._hist: list[tuple[int, int, bool, int, bool, int]] = []
+        self._eos = False
+        self.error: str | None = None
+        self._out_len = 0
+
+    # ---- state ----------------------------------------------------------------------------
+    @property
+    def n_tokens(self) -> int:
+        return len(self._hist)
+
+    def _parser_at_node(self) -> Any:
+        return self._parser
+
+    def copy(self) -> Matcher:
+        """An independent matcher in the same state. Cost: O(tokens + parser rows) list copies."""
+        m = Matcher.__new__(Matcher)
+        m.cc, m._ls, m._node, m._start = self.cc, self._ls, self._node, self._start
+        m._parser = self._parser.copy()
+        m._hist = list(self._hist)
+        m._eos, m.error, m._out_len = self._eos, self.error, self._out_len
+        return m
+
+    def is_accepting(self) -> bool:
+        """True if the output so far is complete (EOS would be allowed), or EOS was consumed."""
+        if self._eos:
+            return True
+        return self._accepting_now()
+
+    def _accepting_now(self) -> bool:
+        cc = self.cc
+        if not self._start:
+            a = cc.steps.accid_of(self._ls)
+            if a >= 0:
+                cc.steps.transition(self._node, a, self._parser_at_node)
+        return cc.is_accepting_at(self._ls, self._node, self._start)
+
+    def is_finished(self) -> bool:
+        """EOS consumed, or accepting with no byte able to follow."""
+        if self._eos:
+            return True
+        return self._accepting_now() and not self.allowed_bytes()
+
+    # ---- masks ----------------------------------------------------------------------------
+    def compute_mask(self, out: NDArray[np.uint32]) -> NDArray[np.uint32]:
+        """Overwrite ``out`` (``uint32[ceil(V/32)]``) with the allowed next tokens; return it.
+
+        EOS ids are allowed exactly when ``is_accepting()``; after EOS nothing is allowed.
+        Raises ValueError (expected vs got) if ``out`` has the wrong shape or dtype.
+        Cost: a cache lookup and copy when this state was seen before, else a trie walk.
+        """
+        if out.shape != (self.cc.n_words,) or out.dtype != np.uint32:
+            check_mask(out, self.cc.vocabulary.size)
+        if self._eos:
+            out.fill(0)
+            return out
+        self.cc.mask_into(self._ls, self._node, self._start, self._parser_at_node, out)
+        return out
+
+    # ---- moves ----------------------------------------------------------------------------
+    def _step(self, b: int) -> bool:
+        st = self.cc.steps
+        s, c = st.step(self._ls, self._node, b, self._parser_at_node)
+        if s == DEAD:
+            return False
+        if c != self._node:
+            a = st.accid_of(self._ls)
+            ok = st.push_lexeme(self._parser, a)
+            assert ok, "parser refused a lexeme the step tables accepted"
+            self._node = c
+        self._ls, self._start = s, False
+        return True
+
+    def _save(self) -> tuple[int, int, bool, int, bool, int]:
+        return (self._ls, self._node, self._start, self._parser.n_rows, self._eos, self._out_len)
+
+    def _restore(self, h: tuple[int, int, bool, int, bool, int]) -> None:
+        self._ls, self._node, self._start, rows, self._eos, self._out_len = h
+        if self._parser.n_rows > rows:
+            self._parser.truncate(rows)
+
+    def consume(self, token: int) -> bool:
+        """Advance by one token. Returns False (state unchanged, reason in ``.error``) if
+        the token is not allowed here. Never raises."""
+        try:
+            return self._consume(int(token))
+        except Exception as e:  # noqa: BLE001 -- decode time never raises
+            self.error = f"internal error on token {token}: {type(e).__name__}: {e}"
+            return False
+
+    def _consume(self, token: int) -> bool:
+        cc = self.cc
+        vocab = cc.vocabulary
+        if self._eos:
+            self.error = f"token {token} after end of sequence"
+            return False
+        if token in vocab.eos_ids:
+            if not self._accepting_now():
+                self.error = (
+                    f"EOS token {token} at byte {self._out_len}: the output is not complete"
+                    f" (allowed next bytes: {_show_bytes(self.allowed_bytes())})"
+                )
+                return False
+            self._hist.append(self._save())
+            self._eos = True
+            self.error = None
+            return True
+        if not 0 <= token < vocab.size:
+            self.error = f"token {token} is out of range (vocabulary size {vocab.size})"
+            return False
+        data = vocab.tokens[token]
+        if not data or token in vocab.special_ids:
+            self.error = f"special token {token} is not allowed by the constraint"
+            return False
+        h = self._save()
+        for i, b in enumerate(data):
+            if not self._step(b):
+                allowed = _show_bytes(self.allowed_bytes())
+                self._restore(h)
+                self.error = (
+                    f"token {token} {data!r} rejected at its byte {i} ({bytes([b])!r}), output "
+                    f"byte {self._out_len + i}; allowed there: {allowed}"
+                )
+                return False
+        self._out_len += len(data)
+        self._hist.append(h)
+        self.error = None
+        return True
+
+    def consume_bytes(self, data: bytes) -> bool:
+        """Advance by raw bytes (counted as one history entry for ``rollback``).
+        Returns False (state unchanged, reason in ``.error``) if they are not allowed."""
+        try:
+            if self._eos:
+                self.error = "bytes after end of sequence"
+                return False
+            h = self._save()
+            for i, b in enumerate(data):
+                if not self._step(b):
+                    allowed = _show_bytes(self.allowed_bytes())
+                    self._restore(h)
+                    self.error = (
+                        f"byte {i} of {bytes(data[:i + 1])[-20:]!r} rejected at output byte "
+                        f"{self._out_len + i}; allowed there: {allowed}"
+                    )
+                    return False
+            self._out_len += len(data)
+            self._hist.append(h)
+            self.error = None
+            return True
+        except Exception as e:  # noqa: BLE001
+            self.error = f"internal error: {type(e).__name__}: {e}"
+            return False
+
+    def rollback(self, n_tokens: int = 1) -> None:
+        """Undo the last ``n_tokens`` consumes. Raises ValueError if more than consumed."""
+        if n_tokens < 0 or n_tokens > len(self._hist):
+            raise ValueError(f"cannot roll back {n_tokens} tokens: {len(self._hist)} consumed")
+        if n_tokens == 0:
+            return
+        h = self._hist[-n_tokens]
+        del self._hist[-n_tokens:]
+        self._restore(h)
+        self.error = None
+
+    def reset(self) -> None:
+        """Back to the start of the output."""
+        self.rollback(len(self._hist))
+
+    # ---- lookahead ------------------------------------------------------------------------
+    def allowed_bytes(self) -> list[int]:
+        """Bytes that may come next (not counting EOS). Cost: 256 table steps."""
+        if self._eos:
+            return []
+        from tether.engine.completion import allowed_bytes_at
+
+        return allowed_bytes_at(self.cc.steps, self._ls, self._node, self._parser_at_node)
+
+    def forced_bytes(self) -> bytes:
+        """The bytes every valid continuation starts with (empty if there is a choice,
+        including the choice to stop here). Does not change the state."""
+        from tether.engine.completion import forced_bytes
+
+        return forced_bytes(self)
+
+    def fast_forward(self) -> list[int]:
+        """Tokens forced from here (canonical tokenization of ``forced_bytes()``, minus a last
+        token that a longer token could extend). Does not consume them."""
+        from tether.engine.completion import forced_tokens
+
+        return forced_tokens(self)
+
+    def shortest_completion(self, max_states: int = 20000) -> bytes:
+        """A shortest byte string that makes the output complete (b"" if it already is).
+
+        Raises ConstraintError if none is found within ``max_states`` explored states.
+        """
+        from tether.engine.completion import shortest_completion
+
+        return shortest_completion(self, max_states)
+
+    def __repr__(self) -> str:
+        return (f"Matcher(tokens={len(self._hist)}, bytes={self._out_len}, node={self._node}, "
+                f"lexer={self._ls}, eos={self._eos})")
+
+
+def _show_bytes(bs: list[int], limit: int = 24) -> str:
+    if not bs:
+        return "nothing"
+    s = "".join(chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}" for b in bs[:limit])
+    return repr(s) + ("…" if len(bs) > limit else "")

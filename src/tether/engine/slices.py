@@ -1,0 +1,191 @@
+"""Per-vocabulary token index: the trie split into *slices* (seed 004).
+
+A slice is the set of tokens whose bytes are a UTF-8 prefix of a string of "text"
+characters — every character but ``"``, ``\\``, the C0 controls and DEL, the
+characters a JSON string must escape — grouped by byte length (default buckets
+``1-8``, ``9-16``, ``17+``). Every other token is in the *rest*. Each part gets its
+own TokenTrie and each slice its precomputed mask.
+
+When the lexer sits in a state from which *every* string of text characters of up to
+``k`` bytes (whole characters, or a cut-off last character) keeps the lexeme alive —
+inside a JSON string body, say — every token of the slices no longer than ``k`` is
+allowed without a walk: the mask ORs the slice masks and walks only the rest (a few
+thousand tokens of Gemma's 262,144). ``containment_depth`` finds ``k`` by a breadth-
+first search over (lexer state, UTF-8 decoder state) pairs; it is cached per lexer
+state. The test is exact (no token is added that the walk would reject) because the
+checked set of strings contains every token of the slice.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tether.tokens.bitmask import allocate_mask
+from tether.tokens.trie import TokenTrie, build_trie
+from tether.tokens.vocabulary import Vocabulary
+
+DEFAULT_BUCKETS: tuple[int, ...] = (8, 16)
+INF = 1 << 30
+
+# UTF-8 decoder states: 0 = between characters; others = inside a character.
+# _UTF8[state] = (lo, hi, next) ranges of allowed bytes (RFC 3629, no surrogates).
+_B, _N1, _N2, _N3, _E0, _ED, _F0, _F4 = range(8)
+_UTF8: list[list[tuple[int, int, int]]] = [
+    [(0x20, 0x21, _B), (0x23, 0x5B, _B), (0x5D, 0x7E, _B), (0xC2, 0xDF, _N1), (0xE0, 0xE0, _E0),
+     (0xE1, 0xEC, _N2), (0xED, 0xED, _ED), (0xEE, 0xEF, _N2), (0xF0, 0xF0, _F0),
+     (0xF1, 0xF3, _N3), (0xF4, 0xF4, _F4)],
+    [(0x80, 0xBF, _B)],
+    [(0x80, 0xBF, _N1)],
+    [(0x80, 0xBF, _N2)],
+    [(0xA0, 0xBF, _N1)],
+    [(0x80, 0x9F, _N1)],
+    [(0x90, 0xBF, _N2)],
+    [(0x80, 0x8F, _N2)],
+]
+# per decoder state: (bytes array, next-state array)
+_UTF8_MOVES: list[tuple[NDArray[np.intp], NDArray[np.intp]]] = []
+for _ranges in _UTF8:
+    _bs = np.concatenate([np.arange(lo, hi + 1) for lo, hi, _ in _ranges])
+    _ns = np.concatenate([np.full(hi - lo + 1, nx) for lo, hi, nx in _ranges])
+    _UTF8_MOVES.append((_bs.astype(np.intp), _ns.astype(np.intp)))
+
+
+def is_text_prefix(data: bytes) -> bool:
+    """True if ``data`` is whole text characters, possibly ending in a cut-off one."""
+    if not data:
+        return False
+    st = _B
+    for b in data:
+        for lo, hi, nx in _UTF8[st]:
+            if lo <= b <= hi:
+                st = nx
+                break
+        else:
+            return False
+    return True
+
+
+@dataclass(frozen=True, eq=False)
+class Slice:
+    """Tokens of the text class with ``lo <= len <= hi`` bytes: their trie and mask."""
+
+    lo: int
+    hi: int
+    trie: TokenTrie
+    mask: NDArray[np.uint32]
+    n_tokens: int
+
+
+class VocabIndex:
+    """Everything the engine precomputes once per vocabulary (cached by fingerprint).
+
+    Attributes:
+        vocab: the vocabulary.
+        trie: the full trie (used when slices are off).
+        rest: trie of the tokens in no slice.
+        slices: the slices, shortest first.
+        eos_ids: ``int64`` array of EOS ids.
+        n_words: mask width in ``uint32`` words (``ceil(vocab.size / 32)``).
+    """
+
+    def __init__(self, vocab: Vocabulary, buckets: tuple[int, ...] = DEFAULT_BUCKETS) -> None:
+        self.vocab = vocab
+        size = vocab.size
+        self.n_words = (size + 31) // 32
+        special = frozenset(vocab.special_ids) | frozenset(vocab.eos_ids)
+        self.eos_ids = np.asarray(sorted(vocab.eos_ids), np.int64)
+        self.trie = TokenTrie.from_vocabulary(vocab)
+        self.dup_next = self.trie.dup_next
+        toks = vocab.tokens
+        bounds = [*buckets, INF]
+        parts: list[list[bytes]] = [[b""] * size for _ in bounds]
+        rest: list[bytes] = [b""] * size
+        counts = [0] * len(bounds)
+        for i, t in enumerate(toks):
+            if not t or i in special:
+                continue
+            if is_text_prefix(t):
+                k = 0
+                while len(t) > bounds[k]:
+                    k += 1
+                parts[k][i] = t
+                counts[k] += 1
+            else:
+                rest[i] = t
+        self.rest = build_trie(rest, special)
+        self.slices: list[Slice] = []
+        lo = 1
+        for k, hi in enumerate(bounds):
+            trie = build_trie(parts[k], special)
+            mask = allocate_mask(size)
+            ids = np.asarray([i for i, t in enumerate(parts[k]) if t], np.int64)
+            if len(ids):
+                np.bitwise_or.at(mask, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+            self.slices.append(Slice(lo, hi, trie, mask, counts[k]))
+            lo = hi + 1
+        self.max_slice_len = max((s.trie.max_depth for s in self.slices), default=0)
+
+    def parts_to_walk(self, depth_ok: int) -> tuple[list[TokenTrie], list[Slice]]:
+        """(tries to walk, slices to OR in) when text strings of ``depth_ok`` bytes are safe."""
+        walk = [self.rest]
+        take = []
+        for s in self.slices:
+            if s.n_tokens == 0:
+                continue
+            if min(s.hi, s.trie.max_depth) <= depth_ok:
+                take.append(s)
+            else:
+                walk.append(s.trie)
+        return walk, take
+
+
+_CACHE: OrderedDict[tuple[str, tuple[int, ...]], VocabIndex] = OrderedDict()
+
+
+def vocab_index(vocab: Vocabulary, buckets: tuple[int, ...] = DEFAULT_BUCKETS) -> VocabIndex:
+    """The (cached) VocabIndex of ``vocab``. Cost the first time: about a second for 262k tokens."""
+    key = (vocab.fingerprint, tuple(buckets))
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _CACHE[key] = VocabIndex(vocab, buckets)
+        while len(_CACHE) > 4:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(key)
+    return hit
+
+
+def containment_depth(table_of, fill_row, state: int, limit: int) -> int:  # type: ignore[no-untyped-def]
+    """Largest ``k <= limit`` such that every text string of ``<= k`` bytes keeps the
+    lexer alive from ``state`` (``INF`` if no text string ever kills it).
+
+    ``table_of()`` returns the current lexer table (re-read: filling may reallocate);
+    ``fill_row(s)`` fills row ``s``. Breadth-first over (lexer state, UTF-8 state).
+    """
+    seen = {(state, _B)}
+    frontier = [(state, _B)]
+    depth = 0
+    while frontier:
+        if depth >= limit:
+            return limit
+        nxt = []
+        for ls, us in frontier:
+            bs, ns = _UTF8_MOVES[us]
+            row = table_of()[ls]
+            vals = row[bs]
+            if (vals == -2).any():
+                fill_row(ls)
+                vals = table_of()[ls][bs]
+            if (vals < 0).any():
+                return depth
+            for pair in set(zip(vals.tolist(), ns.tolist(), strict=True)):
+                if pair not in seen:
+                    seen.add(pair)
+                    nxt.append(pair)
+        frontier = nxt
+        depth += 1
+    return INF

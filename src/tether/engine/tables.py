@@ -1,0 +1,209 @@
+"""The integer tables the mask kernel follows, filled lazily by Python.
+
+One ``StepTables`` belongs to one compiled constraint and is shared by all its
+matchers. It interns *parser nodes*: a node is one class of Earley parser states
+with equal ``row_key()`` (equal keys ⇒ equal futures, the parser's contract), so a
+node id stands for "what may follow" and is valid across steps and matchers.
+
+Arrays (``int32``; ``DEAD = -1``, ``UNKNOWN = -2`` until computed):
+
+* ``table[state, byte]``: the lexer DFA (owned by the regex layer's ``LexerDfa``,
+  re-read after every fill because it may be reallocated);
+* ``accid[state]``: id of the set of terminals the lexer state accepts, ``DEAD`` if
+  it accepts none;
+* ``trans[node, accid]``: the node after scanning a lexeme of that terminal set,
+  ``DEAD`` if the parser rejects it;
+* ``nstart[node]``: the lexer start state for the terminals the node allows;
+* ``naccept[node]`` (``int8``): 1 if the parser accepts at that node.
+
+Every miss costs one Python call (a DFA row, or one Earley push + pop); the arrays
+only grow, so a filled entry is never recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+DEAD = -1
+UNKNOWN = -2
+
+ParserFactory = Callable[[], Any]
+
+
+def _grow(a: NDArray[Any], rows: int, fill: int) -> NDArray[Any]:
+    """Return ``a`` with at least ``rows`` rows (doubling), new entries set to ``fill``."""
+    if a.shape[0] >= rows:
+        return a
+    n = max(rows, 2 * a.shape[0], 8)
+    b = np.full((n,) + a.shape[1:], fill, dtype=a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+class StepTables:
+    """Lazily filled lexer/parser tables for one constraint (see module docstring).
+
+    Args:
+        lexer: the parser layer's ``Lexer`` (owns the ``LexerDfa`` over all terminals).
+        lazy_terminals: ids of terminals that end at their first match.
+    """
+
+    def __init__(self, lexer: Any, *, ignore: frozenset[int] = frozenset(),
+                 lazy_terminals: frozenset[int] = frozenset()) -> None:
+        self.lexer = lexer
+        self.dfa = _dfa_of(lexer)
+        self.ignore = ignore
+        self.lazy = lazy_terminals
+        self.accid = np.full(64, UNKNOWN, np.int32)
+        self.acc_sets: list[tuple[int, ...]] = []
+        self._acc_ids: dict[tuple[int, ...], int] = {}
+        self.trans = np.full((16, 8), UNKNOWN, np.int32)
+        self.nstart = np.full(16, UNKNOWN, np.int32)
+        self.naccept = np.zeros(16, np.int8)
+        self.nodes: dict[Any, int] = {}
+        self.node_allowed: list[frozenset[int]] = []
+        self._start_cache: dict[frozenset[int], int] = {}
+
+    # ---- lexer side -------------------------------------------------------------------
+    @property
+    def table(self) -> NDArray[np.int32]:
+        return self.dfa.table  # type: ignore[no-any-return]
+
+    def _ensure_accid(self, state: int) -> int:
+        if self.accid.shape[0] <= state:
+            self.accid = _grow(self.accid, max(state + 1, self.dfa.table.shape[0]), UNKNOWN)
+        a = int(self.accid[state])
+        if a != UNKNOWN:
+            return a
+        acc = tuple(sorted(self.dfa.accepting(state)))
+        if not acc:
+            a = DEAD
+        else:
+            a = self._acc_ids.get(acc, -1)
+            if a < 0:
+                a = len(self.acc_sets)
+                self._acc_ids[acc] = a
+                self.acc_sets.append(acc)
+                if self.trans.shape[1] <= a:
+                    t = np.full((self.trans.shape[0], 2 * self.trans.shape[1]), UNKNOWN, np.int32)
+                    t[:, : self.trans.shape[1]] = self.trans
+                    self.trans = t
+        self.accid[state] = a
+        return a
+
+    def accid_of(self, state: int) -> int:
+        return self._ensure_accid(state)
+
+    def is_lazy_accept(self, state: int) -> bool:
+        """True if ``state`` accepts a lazy terminal (the lexeme ends right here)."""
+        a = self._ensure_accid(state)
+        return a >= 0 and bool(self.lazy) and any(t in self.lazy for t in self.acc_sets[a])
+
+    def lex_step(self, state: int, b: int) -> int:
+        """Lexer transition, filling the row if unknown."""
+        s = int(self.dfa.table[state, b])
+        if s == UNKNOWN:
+            self.dfa.fill_row(state)
+            s = int(self.dfa.table[state, b])
+        return s
+
+    def start_state(self, allowed: frozenset[int]) -> int:
+        s = self._start_cache.get(allowed)
+        if s is None:
+            s = int(self.lexer.start_state(allowed))
+            self._start_cache[allowed] = s
+        return s
+
+    # ---- parser side ------------------------------------------------------------------
+    def intern(self, parser: Any) -> int:
+        """Node id of ``parser``'s current state (creating the node if new)."""
+        key = parser.row_key()
+        n = self.nodes.get(key)
+        if n is not None:
+            return n
+        n = len(self.node_allowed)
+        self.nodes[key] = n
+        allowed = frozenset(parser.allowed_terminals()) | self.ignore
+        self.node_allowed.append(allowed)
+        if self.trans.shape[0] <= n:
+            self.trans = _grow(self.trans, n + 1, UNKNOWN)
+            self.nstart = _grow(self.nstart, n + 1, UNKNOWN)
+            self.naccept = _grow(self.naccept, n + 1, 0)
+        self.nstart[n] = self.start_state(allowed)
+        self.naccept[n] = 1 if parser.is_accepting() else 0
+        return n
+
+    def transition(self, node: int, a: int, parser: Callable[[], Any]) -> int:
+        """``trans[node, a]``, computing it with ``parser()`` (a parser at ``node``) if unknown.
+
+        The parser is returned in the state it was given in (push, intern, pop).
+        """
+        c = int(self.trans[node, a])
+        if c != UNKNOWN:
+            return c
+        p = parser()
+        before = p.n_rows
+        if self.push_lexeme(p, a):
+            c = self.intern(p)
+            p.truncate(before)
+        else:
+            c = DEAD
+        self.trans[node, a] = c
+        return c
+
+    def push_lexeme(self, parser: Any, a: int) -> bool:
+        """Scan a lexeme of accepting set ``a`` on ``parser``; False (unchanged) if rejected.
+
+        As ``ByteParser``: the lexeme is scanned as those of its terminals the parser
+        allows; if it allows none, the lexeme is an ``%ignore`` one and nothing is pushed.
+        """
+        acc = self.acc_sets[a]
+        allowed = parser.allowed_terminals()
+        scan = [t for t in acc if t in allowed]
+        if scan:
+            return bool(parser.push(scan))
+        return any(t in self.ignore for t in acc)
+
+    def step(self, ls: int, node: int, b: int, parser: Callable[[], Any]) -> tuple[int, int]:
+        """One byte from (lexer state, node): the next (state, node), or (DEAD, DEAD).
+
+        Fills every table entry the kernel needs for this step, so a kernel resumed on
+        the same trie node will not miss again. ``parser()`` gives a parser at ``node``
+        (only called when a parser transition is unknown).
+        """
+        s = self.lex_step(ls, b)
+        if s >= 0:
+            self._ensure_accid(s)
+            return s, node
+        a = self._ensure_accid(ls)
+        if a < 0:
+            return DEAD, DEAD
+        c = self.transition(node, a, parser)
+        if c < 0:
+            return DEAD, DEAD
+        s = self.lex_step(int(self.nstart[c]), b)
+        if s < 0:
+            return DEAD, DEAD
+        self._ensure_accid(s)
+        return s, c
+
+    def sync(self) -> None:
+        """Grow ``accid`` to the lexer table's capacity (call before running the kernel)."""
+        cap = self.dfa.table.shape[0]
+        if self.accid.shape[0] < cap:
+            self.accid = _grow(self.accid, cap, UNKNOWN)
+
+
+def _dfa_of(lexer: Any) -> Any:
+    """The ``LexerDfa`` inside the parser layer's ``Lexer``."""
+    for name in ("dfa", "_dfa", "lexer_dfa"):
+        d = getattr(lexer, name, None)
+        if d is not None and hasattr(d, "table"):
+            return d
+    if hasattr(lexer, "table") and hasattr(lexer, "fill_row"):
+        return lexer
+    raise TypeError(f"cannot find the LexerDfa of {type(lexer).__name__}")

@@ -1,0 +1,106 @@
+"""Fill a token mask for one (lexer state, parser node): the trie walk driver.
+
+Meaning, as a plain loop (``tests/unit/engine/reference.py`` keeps it runnable): a
+token is allowed iff feeding its bytes one by one from the state succeeds, where one
+byte from ``(ls, node)`` is
+
+* ``table[ls, b]`` if that is not DEAD (the lexeme goes on: longest match), else
+* if ``ls`` accepts the terminal set ``a``: ``node' = trans[node, a]`` (the parser
+  scans the lexeme), then ``table[nstart[node'], b]`` (a new lexeme starts with ``b``);
+* otherwise the token is rejected.
+
+The numba kernel (``_kernels.walk_lexemes``) does this over the flat trie, skipping a
+dead subtree in one step, and returns to Python whenever an entry is UNKNOWN; Python
+fills it (``StepTables.step``) and resumes at the same trie node. Parser transitions
+met inside a token are computed on a parser pushed along the lexemes of the trie path
+(read back from the kernel's stacks), then popped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tether.engine.slices import VocabIndex, containment_depth
+from tether.engine.tables import StepTables
+from tether.tokens.trie import TokenTrie
+
+
+class _PathParser:
+    """Gives a parser at the node of trie depth ``k`` of the current walk, lazily."""
+
+    __slots__ = ("root", "steps", "lstack", "pstack", "k", "parser", "base")
+
+    def __init__(self, root: Callable[[], Any], steps: StepTables,
+                 lstack: NDArray[np.int32], pstack: NDArray[np.int32], k: int) -> None:
+        self.root, self.steps, self.lstack, self.pstack, self.k = root, steps, lstack, pstack, k
+        self.parser: Any = None
+        self.base = 0
+
+    def __call__(self) -> Any:
+        if self.parser is None:
+            p = self.root()
+            self.base = p.n_rows
+            st, ls, ps = self.steps, self.lstack, self.pstack
+            for i in range(1, self.k + 1):
+                if ps[i] != ps[i - 1]:
+                    a = int(st.accid[ls[i - 1]])
+                    st.push_lexeme(p, a)
+            self.parser = p
+        return self.parser
+
+    def release(self) -> None:
+        if self.parser is not None:
+            self.parser.truncate(self.base)
+            self.parser = None
+
+
+def walk_trie(trie: TokenTrie, dup_next: NDArray[np.int32], steps: StepTables, ls: int,
+              node: int, root_parser: Callable[[], Any], mask: NDArray[np.uint32]) -> int:
+    """OR into ``mask`` every token of ``trie`` allowed from ``(ls, node)``.
+
+    Returns the number of slow-path (Python) steps taken.
+    """
+    from tether.engine._kernels import walk_lexemes
+
+    lstack = np.empty(trie.max_depth + 1, np.int32)
+    pstack = np.empty(trie.max_depth + 1, np.int32)
+    lstack[0], pstack[0] = ls, node
+    p, misses = 1, 0
+    byte, depth, token, end = trie.byte, trie.depth, trie.token, trie.end
+    while True:
+        steps.sync()
+        p = walk_lexemes(byte, depth, token, end, dup_next, steps.table, steps.accid,
+                         steps.trans, steps.nstart, lstack, pstack, mask, p)
+        if p < 0:
+            return misses
+        misses += 1
+        d = int(depth[p])
+        pp = _PathParser(root_parser, steps, lstack, pstack, d - 1)
+        try:
+            steps.step(int(lstack[d - 1]), int(pstack[d - 1]), int(byte[p]), pp)
+        finally:
+            pp.release()
+
+
+def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
+              root_parser: Callable[[], Any], mask: NDArray[np.uint32], *,
+              slices: bool = True, depth_cache: dict[int, int] | None = None) -> None:
+    """Overwrite ``mask`` with the tokens allowed from ``(ls, node)`` (EOS not included)."""
+    mask.fill(0)
+    if not slices:
+        walk_trie(vindex.trie, vindex.dup_next, steps, ls, node, root_parser, mask)
+        return
+    k = depth_cache.get(ls) if depth_cache is not None else None
+    if k is None:
+        k = containment_depth(lambda: steps.table, steps.dfa.fill_row, ls, vindex.max_slice_len)
+        if depth_cache is not None:
+            depth_cache[ls] = k
+    tries, take = vindex.parts_to_walk(k)
+    for s in take:
+        np.bitwise_or(mask, s.mask, out=mask)
+    for t in tries:
+        walk_trie(t, vindex.dup_next, steps, ls, node, root_parser, mask)
