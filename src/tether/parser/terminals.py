@@ -1,0 +1,74 @@
+"""A grammar terminal as one regex node of the regex layer, options applied.
+
+* ``literal`` is matched byte for byte (``ignore_case`` folds it like a regex would);
+* ``regex`` is parsed in its flavor;
+* ``stop``: the value matches the regex and does not contain the stop text, then the stop
+  text follows: ``(R ∩ ¬(Σ* stop Σ*)) stop``; the terminal is lazy, so the lexeme ends
+  at the first occurrence of the stop text;
+* ``max_len``: the value (the stop text excluded) is at most that many bytes:
+  ``R ∩ Σ{0,max_len}``.
+
+A lexeme is never empty: the node returned by ``lexeme_node`` excludes ε, and a terminal
+whose regex matches ε is reported by ``matches_empty`` so that the parser treats it as a
+nullable symbol (the terminal may be absent) instead.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from tether.errors import GrammarError, RegexError
+from tether.grammar.ir import Terminal
+
+if TYPE_CHECKING:
+    from tether.regex.ast import Node
+
+
+@lru_cache(maxsize=4096)
+def terminal_node(terminal: Terminal) -> Node:
+    """The regex node of ``terminal`` with its options (may match ε).
+
+    Raises:
+        GrammarError: the terminal's regex is invalid (the RegexError is the cause).
+    """
+    from tether import regex as rx
+
+    try:
+        if terminal.literal is not None and not terminal.ignore_case:
+            node = rx.literal(terminal.literal.encode("utf-8"))
+        elif terminal.literal is not None:
+            node = rx.parse(re.escape(terminal.literal), ignore_case=True)
+        else:
+            assert terminal.regex is not None
+            node = rx.parse(terminal.regex, flavor=terminal.flavor, ignore_case=terminal.ignore_case)
+    except RegexError as exc:
+        raise GrammarError(f"terminal {terminal.name!r}: {exc}") from exc
+    anything = rx.star(rx.ANY_BYTE)
+    if terminal.max_len is not None:
+        node = rx.intersect(node, rx.repeat(rx.ANY_BYTE, 0, terminal.max_len))
+    if terminal.stop:
+        stop = rx.literal(terminal.stop.encode("utf-8"))
+        node = rx.concat(rx.intersect(node, rx.complement(rx.concat(anything, stop, anything))), stop)
+    return node
+
+
+def matches_empty(terminal: Terminal) -> bool:
+    """The terminal's language contains the empty string."""
+    return bool(terminal_node(terminal).nullable)
+
+
+def lexeme_node(terminal: Terminal) -> Node:
+    """``terminal_node`` without the empty string (what one lexeme can be)."""
+    from tether import regex as rx
+
+    node = terminal_node(terminal)
+    if node.nullable:
+        node = rx.intersect(node, rx.complement(rx.EPSILON))
+    return node
+
+
+def is_lazy(terminal: Terminal) -> bool:
+    """The lexeme ends at the first point the terminal matches (``lazy`` or ``stop``)."""
+    return terminal.lazy or bool(terminal.stop)
