@@ -260,7 +260,9 @@ def _useful_rules(grammar: Grammar) -> tuple[list, list[str]]:
                 changed = True
     if grammar.start not in productive:
         raise GrammarError(f"start rule {grammar.start!r} derives no finite text")
-    kept = [r for r in grammar.rules if all(isinstance(s, T) or s.name in productive for s in r.rhs)]
+    kept = [
+        r for r in grammar.rules if all(isinstance(s, T) or s.name in productive for s in r.rhs)
+    ]
     reach, todo = {grammar.start}, [grammar.start]
     by_lhs: dict[str, list] = {}
     for r in kept:

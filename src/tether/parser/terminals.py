@@ -42,7 +42,9 @@ def terminal_node(terminal: Terminal) -> Node:
             node = rx.parse(re.escape(terminal.literal), ignore_case=True)
         else:
             assert terminal.regex is not None
-            node = rx.parse(terminal.regex, flavor=terminal.flavor, ignore_case=terminal.ignore_case)
+            node = rx.parse(
+                terminal.regex, flavor=terminal.flavor, ignore_case=terminal.ignore_case
+            )
     except RegexError as exc:
         raise GrammarError(f"terminal {terminal.name!r}: {exc}") from exc
     anything = rx.star(rx.ANY_BYTE)
@@ -50,7 +52,9 @@ def terminal_node(terminal: Terminal) -> Node:
         node = rx.intersect(node, rx.repeat(rx.ANY_BYTE, 0, terminal.max_len))
     if terminal.stop:
         stop = rx.literal(terminal.stop.encode("utf-8"))
-        node = rx.concat(rx.intersect(node, rx.complement(rx.concat(anything, stop, anything))), stop)
+        node = rx.concat(
+            rx.intersect(node, rx.complement(rx.concat(anything, stop, anything))), stop
+        )
     return node
 
 

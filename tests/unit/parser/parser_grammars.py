@@ -7,7 +7,9 @@ from itertools import product
 from tether.grammar.ir import NT, Grammar, T, Terminal
 
 
-def build(start: str, rules: dict[str, list[str]], terminals: dict[str, str] | None = None) -> Grammar:
+def build(
+    start: str, rules: dict[str, list[str]], terminals: dict[str, str] | None = None
+) -> Grammar:
     """A grammar from ``{"S": ["a S", "a", ""]}``: a word naming a terminal (a key of
     ``terminals``, default: single lowercase letters as literals) is a terminal, any other
     word a nonterminal; ``""`` is ε."""
@@ -23,7 +25,9 @@ def build(start: str, rules: dict[str, list[str]], terminals: dict[str, str] | N
     return g
 
 
-def language(rules: dict[str, list[str]], terminals: set[str], max_len: int) -> dict[str, set[tuple[str, ...]]]:
+def language(
+    rules: dict[str, list[str]], terminals: set[str], max_len: int
+) -> dict[str, set[tuple[str, ...]]]:
     """Per nonterminal, every terminal string of length ≤ ``max_len`` it derives
     (least fixpoint of the rules read as set equations)."""
     lang: dict[str, set[tuple[str, ...]]] = {a: set() for a in rules}

@@ -179,7 +179,9 @@ NTS = ["S", "A", "B"]
 TERMS = ["a", "b", "c"]
 symbol = st.sampled_from(NTS + TERMS)
 alternative = st.lists(symbol, min_size=0, max_size=3).map(" ".join)
-grammar_rules = st.fixed_dictionaries({n: st.lists(alternative, min_size=1, max_size=3) for n in NTS})
+grammar_rules = st.fixed_dictionaries(
+    {n: st.lists(alternative, min_size=1, max_size=3) for n in NTS}
+)
 
 
 @settings(max_examples=150, deadline=None)
