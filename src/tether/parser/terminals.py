@@ -15,7 +15,6 @@ nullable symbol (the terminal may be absent) instead.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -36,20 +35,10 @@ def terminal_node(terminal: Terminal) -> Node:
     from tether import regex as rx
 
     try:
-        if terminal.literal is not None and not terminal.ignore_case:
-            node = rx.literal(terminal.literal.encode("utf-8"))
-        elif terminal.literal is not None:
-            node = rx.parse(re.escape(terminal.literal), ignore_case=True)
-        else:
-            assert terminal.regex is not None
-            node = rx.parse(
-                terminal.regex, flavor=terminal.flavor, ignore_case=terminal.ignore_case
-            )
+        node = terminal.to_node()  # regex / literal / set operations, ignore_case, max_len
     except RegexError as exc:
         raise GrammarError(f"terminal {terminal.name!r}: {exc}") from exc
     anything = rx.star(rx.ANY_BYTE)
-    if terminal.max_len is not None:
-        node = rx.intersect(node, rx.repeat(rx.ANY_BYTE, 0, terminal.max_len))
     if terminal.stop:
         stop = rx.literal(terminal.stop.encode("utf-8"))
         node = rx.concat(
