@@ -274,7 +274,15 @@ class LlamaCppModel:
     def apply_chat_template(
         self, messages: Sequence[dict[str, str]], *, add_generation_prompt: bool = True
     ) -> str:
-        """Gemma's turn markup: ``<start_of_turn>role\\ncontent<end_of_turn>\\n``."""
+        """Gemma's turn markup, ``<start_of_turn>role\\ncontent<end_of_turn>\\n``, used when
+        the GGUF carries no chat template (the embedded base model). Raises ModelError
+        for models without Gemma's turn tokens."""
+        names = set(self.vocabulary.special_names.values())
+        if not {"<start_of_turn>", "<end_of_turn>"} <= names:
+            raise ModelError(
+                f"model {self.name!r} has no chat template and is not a Gemma model; pass "
+                "chat_template='<jinja template>'"
+            )
         out = []
         for m in messages:
             role = "model" if m["role"] == "assistant" else m["role"]
