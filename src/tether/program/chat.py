@@ -1,0 +1,111 @@
+"""Chat messages rendered with the model's own chat template — never a stand-in.
+
+The template comes from, in order: ``chat_template=`` given by the caller (a Jinja
+string), the model's ``chat_template`` attribute, the template stored in a GGUF file
+(``tokenizer.chat_template``, read through llama.cpp), a Hugging Face tokenizer's
+``apply_chat_template``, or the backend's own ``apply_chat_template``. If none exists the
+call raises `ModelError` saying so; tether does not guess a template.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tether.errors import MissingDependencyError, ModelError
+
+Message = Mapping[str, str]
+
+
+def check_messages(messages: Sequence[Any]) -> list[dict[str, str]]:
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or "role" not in m or "content" not in m:
+            raise ValueError(f"message {i} must be a dict with 'role' and 'content'; got {m!r:.80}")
+        out.append({"role": str(m["role"]), "content": str(m["content"])})
+    return out
+
+
+def template_of(model: Any) -> str | None:
+    """The Jinja chat template a model carries, if any."""
+    t = getattr(model, "chat_template", None)
+    if isinstance(t, str) and t:
+        return t
+    raw = getattr(model, "_model", None)  # llama.cpp model handle (LlamaCppModel)
+    lib = getattr(model, "_lib", None)
+    if raw and lib is not None and hasattr(lib, "llama_model_chat_template"):
+        ptr = lib.llama_model_chat_template(raw, None)
+        if ptr:
+            text = ctypes.cast(ptr, ctypes.c_char_p).value if not isinstance(ptr, bytes) else ptr
+            if text:
+                return text.decode("utf-8", "replace")
+    tok = getattr(model, "tokenizer", None)
+    t = getattr(tok, "chat_template", None)
+    if isinstance(t, str) and t:
+        return t
+    return None
+
+
+def _special_text(model: Any, token_id: int | None) -> str:
+    if token_id is None:
+        return ""
+    names = getattr(model.vocabulary, "special_names", {}) or {}
+    return names.get(token_id, "")
+
+
+def render_jinja(template: str, messages: list[dict[str, str]], *, bos_token: str = "", eos_token: str = "",
+                 add_generation_prompt: bool = True) -> str:
+    try:
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:
+        raise MissingDependencyError("jinja2 (to render chat templates)", "llama") from None
+
+    def raise_exception(message: str) -> None:
+        raise ModelError(f"the chat template refused the messages: {message}")
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    return env.from_string(template).render(
+        messages=messages, bos_token=bos_token, eos_token=eos_token,
+        add_generation_prompt=add_generation_prompt,
+    )
+
+
+def render_chat(model: Any, messages: Sequence[Any], *, chat_template: str | None = None,
+                add_generation_prompt: bool = True) -> str:
+    """The prompt text for ``messages`` in the model's own format (special tokens as text).
+
+    Raises:
+        ModelError: the model has no chat template (pass ``chat_template=``).
+    """
+    msgs = check_messages(messages)
+    template = chat_template or template_of(model)
+    if template is not None:
+        vocab = model.vocabulary
+        eos = vocab.eos_ids[0] if vocab.eos_ids else None
+        return render_jinja(template, msgs, bos_token=_special_text(model, getattr(vocab, "bos_id", None)),
+                            eos_token=_special_text(model, eos), add_generation_prompt=add_generation_prompt)
+    tok = getattr(model, "tokenizer", None)
+    if tok is not None and hasattr(tok, "apply_chat_template"):
+        return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=add_generation_prompt)  # type: ignore[no-any-return]
+    if hasattr(model, "apply_chat_template"):
+        return model.apply_chat_template(msgs, add_generation_prompt=add_generation_prompt)  # type: ignore[no-any-return]
+    raise ModelError(
+        f"model {getattr(model, 'name', model)!r} has no chat template: pass a plain prompt, or "
+        "chat_template='<jinja template>' to say how its turns are written"
+    )
+
+
+def tokenize_rendered(model: Any, text: str) -> list[int]:
+    """Tokens of a rendered chat prompt: special-token texts become special tokens, and a
+    leading BOS text becomes the BOS token."""
+    vocab = model.vocabulary
+    bos_text = _special_text(model, getattr(vocab, "bos_id", None))
+    add_bos = True
+    if bos_text and text.startswith(bos_text):
+        text = text[len(bos_text):]
+    try:
+        return list(model.tokenize(text, add_bos=add_bos, special=True))
+    except TypeError:  # a backend without special-token parsing
+        return list(model.tokenize(text, add_bos=add_bos))

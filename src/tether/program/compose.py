@@ -1,0 +1,177 @@
+"""Guidance-style composition: text and holes joined with ``+``, filled left to right.
+
+    program = "Name: " + gen("name", regex=r"[A-Z][a-z]+") + "\\nMood: " + select(["happy", "sad"], name="mood")
+    result = program.run(model)
+    result["name"], result["mood"], result.text
+
+Each hole is decoded with the text before it as the prompt (token healing at the
+boundary, so ``"http"`` + hole still continues naturally), under its own constraint:
+``gen(regex=...)``, ``gen(output=<any generate output>)``, ``gen(stop=...)``,
+``select([...])``. Captured values land in ``result.captures`` under the hole's name
+(``list_append=True`` appends to a list instead). The model keeps its KV cache across
+holes, so the shared prefix is evaluated once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.decoding import Argmax, Sample, decode
+from tether.models.base import Costs
+from tether.program.generate import compile_output, prepare_prompt, to_generation
+from tether.program.outputs import OutputSpec, Regex, output_spec
+
+
+class Piece:
+    """A part of a program: text or a hole. ``+`` joins pieces into a `Program`."""
+
+    def __add__(self, other: Any) -> Program:
+        return Program((self,)) + other
+
+    def __radd__(self, other: Any) -> Program:
+        return _as_program(other) + self
+
+
+@dataclass(frozen=True)
+class Text(Piece):
+    text: str
+
+
+@dataclass(frozen=True)
+class Gen(Piece):
+    """A generated hole (see `gen`)."""
+
+    name: str | None = None
+    regex: str | None = None
+    stop: tuple[str, ...] = ()
+    max_tokens: int = 128
+    output: Any = None
+    temperature: float | None = None
+    list_append: bool = False
+
+    def spec(self) -> OutputSpec:
+        if self.regex is not None and self.output is not None:
+            raise ValueError("gen() takes regex= or output=, not both")
+        return output_spec(Regex(self.regex) if self.regex is not None else self.output)
+
+
+@dataclass(frozen=True)
+class Select(Piece):
+    """A choice among options (see `select`)."""
+
+    options: tuple[str, ...]
+    name: str | None = None
+    list_append: bool = False
+
+    def spec(self) -> OutputSpec:
+        return output_spec(list(self.options))
+
+
+def gen(name: str | None = None, *, regex: str | None = None, stop: str | Sequence[str] | None = None,
+        max_tokens: int = 128, output: Any = None, temperature: float | None = None,
+        list_append: bool = False) -> Gen:
+    """A hole the model fills: free text (ending at ``stop``/EOS/``max_tokens``), a
+    ``regex``, or any ``output`` `generate` accepts (JSON Schema, Pydantic model…)."""
+    stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
+    return Gen(name, regex, stops, max_tokens, output, temperature, list_append)
+
+
+def select(options: Sequence[str], name: str | None = None, *, list_append: bool = False) -> Select:
+    """A hole filled with exactly one of ``options``."""
+    opts = tuple(options)
+    if not opts:
+        raise ValueError("select() needs at least one option")
+    return Select(opts, name, list_append)
+
+
+def _as_program(x: Any) -> Program:
+    if isinstance(x, Program):
+        return x
+    if isinstance(x, str):
+        return Program((Text(x),))
+    if isinstance(x, Piece):
+        return Program((x,))
+    raise TypeError(f"cannot add {type(x).__name__} to a program (expected str, gen(), select() or a program)")
+
+
+@dataclass
+class ProgramResult:
+    """The filled program: ``text`` (prompt text and holes), ``captures`` by name."""
+
+    text: str
+    captures: dict[str, Any] = field(default_factory=dict)
+    costs: Costs = field(default_factory=Costs)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.captures[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.captures
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Program(Piece):
+    """A sequence of text and holes; run it with `run`."""
+
+    pieces: tuple[Piece, ...] = ()
+
+    def __add__(self, other: Any) -> Program:
+        return Program(self.pieces + _as_program(other).pieces)
+
+    def __radd__(self, other: Any) -> Program:
+        return _as_program(other) + self
+
+    def run(self, model: Any, *, temperature: float | None = None, seed: int | None = None,
+            healing: bool = True, fast_forward: bool = True) -> ProgramResult:
+        """Fill the holes left to right. Argmax unless a temperature is given (then each
+        hole samples with seed ``seed + hole index``, reproducibly)."""
+        if isinstance(model, str) or model is None:
+            from tether.models import load_model
+
+            model = load_model(model)
+        text = ""
+        result = ProgramResult("")
+        before = model.costs.snapshot()
+        hole = 0
+        for piece in self.pieces:
+            if isinstance(piece, Text):
+                text += piece.text
+                continue
+            if isinstance(piece, Program):  # nested program: inline it
+                sub = piece.run(model, temperature=temperature, seed=seed, healing=healing,
+                                fast_forward=fast_forward)
+                text += sub.text
+                result.captures.update(sub.captures)
+                continue
+            assert isinstance(piece, Gen | Select)
+            spec = piece.spec()
+            cc = compile_output(model, spec)
+            pp = prepare_prompt(model, text, healing=healing, chat_template=None)
+            temp = piece.temperature if isinstance(piece, Gen) and piece.temperature is not None else temperature
+            dec = Sample(temperature=temp, seed=None if seed is None else seed + hole) if temp else Argmax()
+            max_tokens = piece.max_tokens if isinstance(piece, Gen) else 64
+            stop = list(piece.stop) if isinstance(piece, Gen) else []
+            [d] = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal,
+                         max_tokens=max_tokens, stop=stop, fast_forward=fast_forward)
+            g = to_generation(model, d, spec, Costs(), pp.text)
+            text += g.text
+            if piece.name is not None:
+                value = g.value if g.value is not None else g.text
+                if piece.list_append:
+                    result.captures.setdefault(piece.name, []).append(value)
+                else:
+                    result.captures[piece.name] = value
+                if g.error:
+                    result.errors[piece.name] = g.error
+            hole += 1
+        result.text = text
+        result.costs = model.costs.snapshot() - before
+        return result
+
+    __call__ = run

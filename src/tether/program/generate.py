@@ -1,0 +1,295 @@
+"""`generate`: one call from a model, a prompt and an ``output`` type to a typed result.
+
+Steps: resolve the model (`tether.models.load_model` for strings), render chat messages
+with the model's own template, tokenize, plan token healing (plain-text prompts), lower
+``output`` to a grammar (`tether.program.outputs`), compile it for the model's
+vocabulary (cached by the engine), decode, and parse the value. Black-box models (HTTP
+APIs) take the remote path (`tether.program.remote`), where the server enforces what it
+can and tether validates the rest.
+"""
+
+from __future__ import annotations
+
+import codecs
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.decoding import Argmax, Beam, BestOf, Decoded, Sample, decode, decode_iter, plan_healing
+from tether.decoding.decoders import Decoder
+from tether.decoding.tokenize import tokens_for_bytes
+from tether.models.base import Costs
+from tether.program.chat import render_chat, tokenize_rendered
+from tether.program.outputs import OutputSpec, output_spec
+
+
+@dataclass
+class Generation:
+    """One generated output.
+
+    Attributes:
+        text: the output text (after the prompt; healed prompt text not repeated).
+        tokens: generated token ids.
+        value: the typed value (parsed JSON, model instance, choice, or the text);
+            None when the output is incomplete or does not parse (see ``error``).
+        logprob: log-probability of the sampled tokens under the constrained distribution.
+        finish_reason: "stop", "length" or "error".
+        costs: what this call cost on the model (calls, tokens).
+        error: why ``value`` is None, if it is.
+        prompt: the prompt text as the model saw it (chat rendered).
+    """
+
+    text: str
+    tokens: list[int] = field(default_factory=list)
+    value: Any = None
+    logprob: float = 0.0
+    finish_reason: str = "stop"
+    costs: Costs = field(default_factory=Costs)
+    error: str | None = None
+    prompt: str = ""
+
+    @property
+    def valid(self) -> bool:
+        """The output is complete under its constraint and its value parsed."""
+        return self.error is None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def resolve_decoder(decoder: str | Decoder, *, n: int, temperature: float | None, top_k: int,
+                    top_p: float, min_p: float, seed: int | None) -> Decoder:
+    """A decoder object from ``generate``'s arguments.
+
+    ``"argmax"`` with a positive ``temperature`` samples (what a temperature asks for).
+    """
+    if not isinstance(decoder, str):
+        return decoder
+    sampler = Sample(temperature=1.0 if temperature is None else temperature, top_k=top_k,
+                     top_p=top_p, min_p=min_p, seed=seed, n=n)
+    if decoder == "argmax":
+        if temperature:
+            return sampler
+        if n != 1:
+            raise ValueError(f"argmax gives one output; got n={n} (use decoder='sample', 'beam' or 'best_of')")
+        return Argmax()
+    if decoder == "sample":
+        return sampler
+    if decoder == "beam":
+        return Beam(n=n)
+    if decoder in ("best_of", "best-of"):
+        return BestOf(n=n, sample=Sample(temperature=sampler.temperature, top_k=top_k, top_p=top_p,
+                                         min_p=min_p, seed=seed))
+    raise ValueError(f"unknown decoder {decoder!r}; expected 'argmax', 'sample', 'beam' or 'best_of'")
+
+
+_TOKENIZERS: dict[int, tuple[Any, Any]] = {}
+
+
+def canonical_tokenizer(model: Any) -> Any:
+    """One ``bytes -> token ids`` function per model (a stable key for the engine cache)."""
+    hit = _TOKENIZERS.get(id(model))
+    if hit is None or hit[0] is not model:
+        def fn(data: bytes) -> list[int]:
+            return tokens_for_bytes(model, data)
+
+        hit = (model, fn)
+        _TOKENIZERS[id(model)] = hit
+    return hit[1]
+
+
+def _progress(message: str) -> Any:
+    """Context manager printing ``message… done (s)`` on a terminal for slow steps."""
+
+    class _P:
+        def __enter__(self) -> None:
+            self.t0 = time.perf_counter()
+
+        def __exit__(self, *exc: object) -> None:
+            dt = time.perf_counter() - self.t0
+            if dt > 1.0 and sys.stderr.isatty():
+                print(f"tether: {message} ({dt:.1f} s)", file=sys.stderr)
+
+    return _P()
+
+
+def compile_output(model: Any, spec: OutputSpec) -> Any | None:
+    """The engine's compiled constraint for ``spec`` on ``model`` (None for free text)."""
+    if spec.grammar is None:
+        return None
+    from tether.engine import compile as compile_constraint
+
+    with _progress(f"compiled the {spec.kind} constraint for {getattr(model, 'name', 'the model')}"):
+        return compile_constraint(spec.grammar, model.vocabulary, tokenize=canonical_tokenizer(model))
+
+
+@dataclass
+class PreparedPrompt:
+    text: str
+    tokens: list[int]
+    heal: bytes
+
+
+def prepare_prompt(model: Any, prompt: Any, *, healing: bool | int, chat_template: str | None) -> PreparedPrompt:
+    """Render (chat), tokenize and plan healing for one prompt."""
+    if isinstance(prompt, str):
+        tokens = list(model.tokenize(prompt, add_bos=True))
+        heal = b""
+        if healing:
+            tokens, heal = plan_healing(model.vocabulary, tokens, int(healing))
+        return PreparedPrompt(prompt, tokens, heal)
+    text = render_chat(model, prompt, chat_template=chat_template)
+    return PreparedPrompt(text, tokenize_rendered(model, text), b"")
+
+
+def _is_chat(p: Any) -> bool:
+    return isinstance(p, Sequence) and not isinstance(p, str) and len(p) > 0 and all(isinstance(m, dict) for m in p)
+
+
+def to_generation(model: Any, d: Decoded, spec: OutputSpec, costs: Costs, prompt: str) -> Generation:
+    text = d.text.decode("utf-8", "replace")
+    value, error = None, d.error
+    if d.finish_reason == "error":
+        error = error or "decoding stopped: the constraint allowed no token"
+    elif spec.grammar is not None and not d.complete:
+        error = f"output incomplete ({d.finish_reason}) under the {spec.kind} constraint"
+    else:
+        try:
+            value = spec.parse(text)
+        except Exception as exc:  # noqa: BLE001 -- reported on the result
+            error = f"{type(exc).__name__}: {exc}"
+    return Generation(text=text, tokens=d.tokens, value=value, logprob=d.logprob,
+                      finish_reason=d.finish_reason, costs=costs, error=error, prompt=prompt)
+
+
+class Stream:
+    """Iterator of text chunks of a generation; ``generation`` holds the result once done."""
+
+    def __init__(self, chunks: Iterator[str]) -> None:
+        self._chunks = chunks
+        self.generation: Generation | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        return self._chunks
+
+    def __next__(self) -> str:
+        return next(self._chunks)
+
+    def text(self) -> str:
+        """Consume the rest and return the whole text."""
+        return "".join(self._chunks) if self.generation is None else self.generation.text
+
+
+def generate(
+    model: Any,
+    prompt: Any,
+    output: Any = None,
+    *,
+    decoder: str | Decoder = "argmax",
+    max_tokens: int = 256,
+    temperature: float | None = None,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    min_p: float = 0.0,
+    seed: int | None = None,
+    n: int = 1,
+    stop: str | Sequence[str] | None = None,
+    healing: bool | int = True,
+    fast_forward: bool = True,
+    close_on_budget: bool = False,
+    stream: bool = False,
+    selective: bool = True,
+    chat_template: str | None = None,
+) -> Any:
+    """Generate from ``model`` after ``prompt`` under ``output``.
+
+    Args:
+        model: a model object or a spec for `tether.models.load_model` ("embedded", a
+            .gguf path, a transformers directory, an http(s) URL).
+        prompt: a string; a list of chat messages (``{"role", "content"}`` dicts, rendered
+            with the model's own chat template); or a list of either (a batch).
+        output: None, ``regex(...)``, a list of choices, a JSON Schema dict, a Pydantic
+            model, a Python type or a Grammar (see `tether.program.outputs`).
+        decoder: "argmax", "sample", "beam", "best_of" or a decoder object.
+        n: samples (sample), beams returned (beam), candidates (best_of).
+        stop: text(s) that end the output (not included).
+        healing: token healing of a plain-text prompt's last token (int: up to that many).
+        fast_forward: append forced tokens without sampling.
+        close_on_budget: when ``max_tokens`` would cut a structured output, close it validly.
+        stream: return a `Stream` of text chunks (one prompt, one output).
+        selective: let a backend with selective logits compute allowed rows only.
+
+    Returns:
+        A `Generation`; a list of them for ``n > 1`` (sample/beam; best_of returns the
+        best only); a list of those per prompt for a batch; a `Stream` when streaming.
+
+    Raises:
+        ConstraintError, SchemaError, RegexError, GrammarError: ``output`` cannot be compiled.
+        ModelError: the model cannot be loaded, or has no chat template for messages.
+        MissingDependencyError: says which extra to install.
+    """
+    if isinstance(model, str) or model is None:
+        from tether.models import load_model
+
+        with _progress(f"loaded model {model or 'embedded'}"):
+            model = load_model(model)
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    dec = resolve_decoder(decoder, n=n, temperature=temperature, top_k=top_k, top_p=top_p,
+                          min_p=min_p, seed=seed)
+    if getattr(model, "black_box", False):
+        from tether.program.remote import generate_remote
+
+        return generate_remote(model, prompt, output, decoder=dec, max_tokens=max_tokens, stop=stops,
+                               n=n, stream=stream)
+    spec = output_spec(output)
+    cc = compile_output(model, spec)
+    batch = isinstance(prompt, list | tuple) and len(prompt) > 0 and not _is_chat(prompt)
+    prompts = list(prompt) if batch else [prompt]
+    options = dict(max_tokens=max_tokens, stop=stops, fast_forward=fast_forward,
+                   close_on_budget=close_on_budget, selective=selective)
+    if stream:
+        if batch or isinstance(dec, Beam | BestOf) or getattr(dec, "n", 1) != 1:
+            raise ValueError("stream=True needs one prompt and one output (argmax or sample with n=1)")
+        pp = prepare_prompt(model, prompts[0], healing=healing, chat_template=chat_template)
+        return _stream(model, pp, spec, cc, dec, options)
+    results = []
+    for p in prompts:
+        pp = prepare_prompt(model, p, healing=healing, chat_template=chat_template)
+        before = model.costs.snapshot()
+        ds = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal, **options)
+        costs = model.costs.snapshot() - before
+        gens = [to_generation(model, d, spec, costs, pp.text) for d in ds]
+        results.append(gens[0] if isinstance(dec, Argmax | BestOf) else gens)
+    return results if batch else results[0]
+
+
+def _stream(model: Any, pp: PreparedPrompt, spec: OutputSpec, cc: Any, dec: Decoder, options: dict[str, Any]) -> Stream:
+    def chunks() -> Iterator[str]:
+        before = model.costs.snapshot()
+        utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        sent = 0
+        last: Decoded | None = None
+        opts = dict(options)
+        stops = opts.pop("stop")
+        from tether.decoding.stops import StopScanner
+
+        scanner = StopScanner(stops)  # mirrors the decoder's, to know what is safe to show
+        for state in decode_iter(model, pp.tokens, cc.matcher() if cc is not None else None, dec,
+                                 heal=pp.heal, stop=stops, **opts):
+            last = state[0]
+            scanner.text, scanner.hit = bytearray(last.text), last.stop_text
+            safe = scanner.safe_length()  # a tail that may start a stop text waits
+            if safe > sent:
+                piece = utf8.decode(bytes(last.text[sent:safe]))
+                sent = safe
+                if piece:
+                    yield piece
+        if last is not None and len(last.text) > sent:
+            yield utf8.decode(bytes(last.text[sent:]), final=True)
+        if last is not None:
+            stream_obj.generation = to_generation(model, last, spec, model.costs.snapshot() - before, pp.text)
+
+    stream_obj = Stream(chunks())
+    return stream_obj
