@@ -87,9 +87,9 @@ def render_chat(model: Any, messages: Sequence[Any], *, chat_template: str | Non
         return render_jinja(template, msgs, bos_token=_special_text(model, getattr(vocab, "bos_id", None)),
                             eos_token=_special_text(model, eos), add_generation_prompt=add_generation_prompt)
     tok = getattr(model, "tokenizer", None)
-    if tok is not None and hasattr(tok, "apply_chat_template"):
+    if tok is not None and callable(getattr(tok, "apply_chat_template", None)):
         return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=add_generation_prompt)  # type: ignore[no-any-return]
-    if hasattr(model, "apply_chat_template"):
+    if callable(getattr(model, "apply_chat_template", None)):
         return model.apply_chat_template(msgs, add_generation_prompt=add_generation_prompt)  # type: ignore[no-any-return]
     raise ModelError(
         f"model {getattr(model, 'name', model)!r} has no chat template: pass a plain prompt, or "

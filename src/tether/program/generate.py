@@ -223,7 +223,7 @@ def generate(
 
     Returns:
         A `Generation`; a list of them for ``n > 1`` (sample/beam; best_of returns the
-        best only); a list of those per prompt for a batch; a `Stream` when streaming.
+        best only; beam may return fewer than ``n`` when fewer outputs exist); a list of those per prompt for a batch; a `Stream` when streaming.
 
     Raises:
         ConstraintError, SchemaError, RegexError, GrammarError: ``output`` cannot be compiled.
@@ -261,7 +261,8 @@ def generate(
         ds = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal, **options)
         costs = model.costs.snapshot() - before
         gens = [to_generation(model, d, spec, costs, pp.text) for d in ds]
-        results.append(gens[0] if isinstance(dec, Argmax | BestOf) else gens)
+        single = isinstance(dec, Argmax | BestOf) or getattr(dec, "n", 1) == 1
+        results.append(gens[0] if single and gens else gens)
     return results if batch else results[0]
 
 
