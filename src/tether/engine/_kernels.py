@@ -64,3 +64,67 @@ def walk_lexemes(byte, depth, token, end, dup_next, table, accid, trans, nstart,
             t = dup_next[t]
         p += 1
     return -1
+
+
+@nb.njit(cache=True, nogil=True)
+def walk_lexemes_lazy(byte, depth, token, end, dup_next, table, accid, lazyf, trans, nstart,
+                      lstack, pstack, astack, mask, start):  # fmt: skip
+    """``walk_lexemes`` for grammars with lazy terminals: after each byte, a state that
+    accepts a lazy terminal (``lazyf[state] == 1``) ends its lexeme at once. The lexemes
+    scanned at depth d are recorded in ``astack[d, 0:2]`` (boundary, lazy end; -1 = none)
+    so Python can rebuild the parser along the path."""
+    p = start
+    n = byte.shape[0]
+    while p < n:
+        d = depth[p]
+        ls = lstack[d - 1]
+        pn = pstack[d - 1]
+        b = byte[p]
+        s = table[ls, b]
+        a0 = -1
+        if s < 0:
+            if s == UNKNOWN:
+                return p
+            a0 = accid[ls]
+            if a0 < 0:
+                if a0 == UNKNOWN:
+                    return p
+                p = end[p]
+                continue
+            c = trans[pn, a0]
+            if c < 0:
+                if c == UNKNOWN:
+                    return p
+                p = end[p]
+                continue
+            s = table[nstart[c], b]
+            if s < 0:
+                if s == UNKNOWN:
+                    return p
+                p = end[p]
+                continue
+            pn = c
+        z = lazyf[s]
+        a1 = -1
+        if z != 0:
+            if z == UNKNOWN:
+                return p
+            a1 = accid[s]
+            c = trans[pn, a1]
+            if c < 0:
+                if c == UNKNOWN:
+                    return p
+                p = end[p]
+                continue
+            s = nstart[c]
+            pn = c
+        lstack[d] = s
+        pstack[d] = pn
+        astack[d, 0] = a0
+        astack[d, 1] = a1
+        t = token[p]
+        while t >= 0:
+            mask[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            t = dup_next[t]
+        p += 1
+    return -1

@@ -105,8 +105,11 @@ class CompiledConstraint:
         if hit is not None:
             self.stats["mask_hits"] += 1
             idx, words = hit
-            out.fill(0)
-            out[idx] = words
+            if idx is None:  # stored dense
+                np.copyto(out, words)
+            else:
+                out.fill(0)
+                out[idx] = words
             return
         self.stats["mask_misses"] += 1
         fill_mask(self.vindex, self.steps, ls, node, parser, out, slices=self.use_slices,
@@ -119,12 +122,17 @@ class CompiledConstraint:
             for e in self.vindex.eos_ids:
                 out[e >> 5] |= np.uint32(1) << np.uint32(e & 31)
         idx = np.flatnonzero(out).astype(np.int32)
-        words = out[idx]
-        self._masks[key] = (idx, words)
-        self._mask_bytes += idx.nbytes + words.nbytes + 200
+        if len(idx) * 2 > out.shape[0]:
+            entry: tuple[Any, NDArray[np.uint32]] = (None, out.copy())
+            size = out.nbytes + 200
+        else:
+            entry = (idx, out[idx])
+            size = idx.nbytes * 2 + 200
+        self._masks[key] = entry
+        self._mask_bytes += size
         while self._mask_bytes > self._mask_limit and len(self._masks) > 1:
             _, (i2, w2) = self._masks.popitem(last=False)
-            self._mask_bytes -= i2.nbytes + w2.nbytes + 200
+            self._mask_bytes -= (w2.nbytes if i2 is None else i2.nbytes * 2) + 200
 
 
 def _grammar_key(g: Grammar) -> Any:

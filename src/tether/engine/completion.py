@@ -127,25 +127,27 @@ def shortest_completion(m: Matcher, max_states: int = 20000) -> bytes:
     while q:
         if len(prev) > max_states:
             break
-        ls, node, at0 = cur = q.popleft()
+        ls, node, _ = cur = q.popleft()
         parser = parsers[node]
         for b in _ORDER:
-            s, c = st.step(ls, node, b, lambda p=parser: p)
+            s, c, pushes = st.step_detail(ls, node, b, lambda p=parser: p)
             if s == DEAD:
                 continue
             if c != node and c not in parsers:
                 p2 = parser.copy()
-                st.push_lexeme(p2, st.accid_of(ls))
+                for a, _, _ in pushes:
+                    st.push_lexeme(p2, a)
                 parsers[c] = p2
-            nxt = (s, c, False)
+            fresh = bool(pushes) and pushes[-1][2] == 1
+            nxt = (s, c, fresh)
             if nxt in prev:
                 continue
             prev[nxt] = (cur, b)
-            a = st.accid_of(s)
-            done = False
-            if a >= 0:
-                t = st.transition(c, a, lambda p=parsers[c]: p)
-                done = t >= 0 and bool(st.naccept[t])
+            if not fresh:
+                a = st.accid_of(s)
+                if a >= 0:
+                    st.transition(c, a, lambda p=parsers[c]: p)
+            done = cc.is_accepting_at(s, c, fresh)
             if done:
                 out = bytearray()
                 k: Any = nxt

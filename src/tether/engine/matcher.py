@@ -102,15 +102,18 @@ class Matcher:
     # ---- moves ----------------------------------------------------------------------------
     def _step(self, b: int) -> bool:
         st = self.cc.steps
-        s, c = st.step(self._ls, self._node, b, self._parser_at_node)
+        s, c, pushes = st.step_detail(self._ls, self._node, b, self._parser_at_node)
         if s == DEAD:
             return False
-        if c != self._node:
-            a = st.accid_of(self._ls)
-            ok = st.push_lexeme(self._parser, a)
-            assert ok, "parser refused a lexeme the step tables accepted"
-            self._node = c
-        self._ls, self._start = s, False
+        node = self._node
+        for a, n2, _ in pushes:
+            if n2 != node:
+                ok = st.push_lexeme(self._parser, a)
+                assert ok, "parser refused a lexeme the step tables accepted"
+                node = n2
+        self._node = c
+        self._ls = s
+        self._start = bool(pushes) and pushes[-1][2] == 1
         return True
 
     def _save(self) -> tuple[int, int, bool, int, bool, int]:

@@ -159,12 +159,14 @@ def vocab_index(vocab: Vocabulary, buckets: tuple[int, ...] = DEFAULT_BUCKETS) -
     return hit
 
 
-def containment_depth(table_of, fill_row, state: int, limit: int) -> int:  # type: ignore[no-untyped-def]
+def containment_depth(table_of, fill_row, state: int, limit: int, ends=None) -> int:  # type: ignore[no-untyped-def]
     """Largest ``k <= limit`` such that every text string of ``<= k`` bytes keeps the
     lexer alive from ``state`` (``INF`` if no text string ever kills it).
 
     ``table_of()`` returns the current lexer table (re-read: filling may reallocate);
-    ``fill_row(s)`` fills row ``s``. Breadth-first over (lexer state, UTF-8 state).
+    ``fill_row(s)`` fills row ``s``; ``ends(s)`` (optional) is True for states where the
+    lexeme ends at once (lazy terminals), which count as leaving the lexeme.
+    Breadth-first over (lexer state, UTF-8 state).
     """
     seen = {(state, _B)}
     frontier = [(state, _B)]
@@ -181,6 +183,8 @@ def containment_depth(table_of, fill_row, state: int, limit: int) -> int:  # typ
                 fill_row(ls)
                 vals = table_of()[ls][bs]
             if (vals < 0).any():
+                return depth
+            if ends is not None and any(ends(v) for v in set(vals.tolist())):
                 return depth
             for pair in set(zip(vals.tolist(), ns.tolist(), strict=True)):
                 if pair not in seen:

@@ -59,6 +59,7 @@ class StepTables:
         self.ignore = ignore
         self.lazy = lazy_terminals
         self.accid = np.full(64, UNKNOWN, np.int32)
+        self.lazyf = np.full(64, UNKNOWN, np.int32)
         self.acc_sets: list[tuple[int, ...]] = []
         self._acc_ids: dict[tuple[int, ...], int] = {}
         self.trans = np.full((16, 8), UNKNOWN, np.int32)
@@ -75,7 +76,7 @@ class StepTables:
 
     def _ensure_accid(self, state: int) -> int:
         if self.accid.shape[0] <= state:
-            self.accid = _grow(self.accid, max(state + 1, self.dfa.table.shape[0]), UNKNOWN)
+            self.sync(state + 1)
         a = int(self.accid[state])
         if a != UNKNOWN:
             return a
@@ -93,6 +94,8 @@ class StepTables:
                     t[:, : self.trans.shape[1]] = self.trans
                     self.trans = t
         self.accid[state] = a
+        lazy = a >= 0 and bool(self.lazy) and any(t in self.lazy for t in self.acc_sets[a])
+        self.lazyf[state] = 1 if lazy else 0
         return a
 
     def accid_of(self, state: int) -> int:
@@ -100,8 +103,8 @@ class StepTables:
 
     def is_lazy_accept(self, state: int) -> bool:
         """True if ``state`` accepts a lazy terminal (the lexeme ends right here)."""
-        a = self._ensure_accid(state)
-        return a >= 0 and bool(self.lazy) and any(t in self.lazy for t in self.acc_sets[a])
+        self._ensure_accid(state)
+        return bool(self.lazyf[state] == 1)
 
     def lex_step(self, state: int, b: int) -> int:
         """Lexer transition, filling the row if unknown."""
@@ -171,31 +174,63 @@ class StepTables:
     def step(self, ls: int, node: int, b: int, parser: Callable[[], Any]) -> tuple[int, int]:
         """One byte from (lexer state, node): the next (state, node), or (DEAD, DEAD).
 
-        Fills every table entry the kernel needs for this step, so a kernel resumed on
+        Fills every table entry the kernels need for this step, so a kernel resumed on
         the same trie node will not miss again. ``parser()`` gives a parser at ``node``
         (only called when a parser transition is unknown).
         """
-        s = self.lex_step(ls, b)
-        if s >= 0:
-            self._ensure_accid(s)
-            return s, node
-        a = self._ensure_accid(ls)
-        if a < 0:
-            return DEAD, DEAD
-        c = self.transition(node, a, parser)
-        if c < 0:
-            return DEAD, DEAD
-        s = self.lex_step(int(self.nstart[c]), b)
-        if s < 0:
-            return DEAD, DEAD
-        self._ensure_accid(s)
+        s, c, _ = self.step_detail(ls, node, b, parser)
         return s, c
 
-    def sync(self) -> None:
-        """Grow ``accid`` to the lexer table's capacity (call before running the kernel)."""
-        cap = self.dfa.table.shape[0]
+    def step_detail(self, ls: int, node: int, b: int, parser: Callable[[], Any]
+                    ) -> tuple[int, int, list[tuple[int, int, int]]]:
+        """As ``step``, plus the lexemes scanned on the way: ``[(accid, node after, kind)]``,
+        kind 0 for a lexeme ended by ``b``, 1 for a lazy lexeme ended right after ``b``
+        (the new state is then a lexeme start)."""
+        pushes: list[tuple[int, int, int]] = []
+        s = self.lex_step(ls, b)
+        c = node
+        if s < 0:
+            a = self._ensure_accid(ls)
+            if a < 0:
+                return DEAD, DEAD, pushes
+            c = self.transition(node, a, parser)
+            if c < 0:
+                return DEAD, DEAD, pushes
+            pushes.append((a, c, 0))
+            s = self.lex_step(int(self.nstart[c]), b)
+            if s < 0:
+                return DEAD, DEAD, pushes
+        a = self._ensure_accid(s)
+        if self.lazyf[s] == 1:
+            if c == node:
+                c2 = self.transition(c, a, parser)
+            else:  # a parser at c: push the first lexeme on a parser at node
+                c2 = self._transition_after(node, pushes[0][0], c, a, parser)
+            if c2 < 0:
+                return DEAD, DEAD, pushes
+            pushes.append((a, c2, 1))
+            s, c = int(self.nstart[c2]), c2
+            self._ensure_accid(s)
+        return s, c, pushes
+
+    def _transition_after(self, node: int, a0: int, c: int, a: int,
+                          parser: Callable[[], Any]) -> int:
+        if int(self.trans[c, a]) != UNKNOWN:
+            return int(self.trans[c, a])
+        p = parser()
+        before = p.n_rows
+        try:
+            self.push_lexeme(p, a0)
+            return self.transition(c, a, lambda: p)
+        finally:
+            p.truncate(before)
+
+    def sync(self, at_least: int = 0) -> None:
+        """Grow the per-state arrays to the lexer table's capacity (before a kernel run)."""
+        cap = max(self.dfa.table.shape[0], at_least)
         if self.accid.shape[0] < cap:
             self.accid = _grow(self.accid, cap, UNKNOWN)
+            self.lazyf = _grow(self.lazyf, cap, UNKNOWN)
 
 
 def _dfa_of(lexer: Any) -> Any:

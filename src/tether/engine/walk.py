@@ -32,11 +32,12 @@ from tether.tokens.trie import TokenTrie
 class _PathParser:
     """Gives a parser at the node of trie depth ``k`` of the current walk, lazily."""
 
-    __slots__ = ("root", "steps", "lstack", "pstack", "k", "parser", "base")
+    __slots__ = ("root", "steps", "lstack", "pstack", "astack", "k", "parser", "base")
 
-    def __init__(self, root: Callable[[], Any], steps: StepTables,
-                 lstack: NDArray[np.int32], pstack: NDArray[np.int32], k: int) -> None:
+    def __init__(self, root: Callable[[], Any], steps: StepTables, lstack: NDArray[np.int32],
+                 pstack: NDArray[np.int32], astack: NDArray[np.int32] | None, k: int) -> None:
         self.root, self.steps, self.lstack, self.pstack, self.k = root, steps, lstack, pstack, k
+        self.astack = astack
         self.parser: Any = None
         self.base = 0
 
@@ -44,11 +45,16 @@ class _PathParser:
         if self.parser is None:
             p = self.root()
             self.base = p.n_rows
-            st, ls, ps = self.steps, self.lstack, self.pstack
+            st, ls, ps, az = self.steps, self.lstack, self.pstack, self.astack
             for i in range(1, self.k + 1):
-                if ps[i] != ps[i - 1]:
-                    a = int(st.accid[ls[i - 1]])
-                    st.push_lexeme(p, a)
+                if ps[i] == ps[i - 1]:
+                    continue
+                if az is None:
+                    st.push_lexeme(p, int(st.accid[ls[i - 1]]))
+                else:  # lazy grammars: the kernel recorded the lexemes of each byte
+                    for j in (0, 1):
+                        if az[i, j] >= 0:
+                            st.push_lexeme(p, int(az[i, j]))
             self.parser = p
         return self.parser
 
@@ -64,22 +70,28 @@ def walk_trie(trie: TokenTrie, dup_next: NDArray[np.int32], steps: StepTables, l
 
     Returns the number of slow-path (Python) steps taken.
     """
-    from tether.engine._kernels import walk_lexemes
+    from tether.engine._kernels import walk_lexemes, walk_lexemes_lazy
 
     lstack = np.empty(trie.max_depth + 1, np.int32)
     pstack = np.empty(trie.max_depth + 1, np.int32)
+    astack = np.full((trie.max_depth + 1, 2), -1, np.int32) if steps.lazy else None
     lstack[0], pstack[0] = ls, node
     p, misses = 1, 0
     byte, depth, token, end = trie.byte, trie.depth, trie.token, trie.end
     while True:
         steps.sync()
-        p = walk_lexemes(byte, depth, token, end, dup_next, steps.table, steps.accid,
-                         steps.trans, steps.nstart, lstack, pstack, mask, p)
+        if astack is None:
+            p = walk_lexemes(byte, depth, token, end, dup_next, steps.table, steps.accid,
+                             steps.trans, steps.nstart, lstack, pstack, mask, p)
+        else:
+            p = walk_lexemes_lazy(byte, depth, token, end, dup_next, steps.table, steps.accid,
+                                  steps.lazyf, steps.trans, steps.nstart, lstack, pstack,
+                                  astack, mask, p)
         if p < 0:
             return misses
         misses += 1
         d = int(depth[p])
-        pp = _PathParser(root_parser, steps, lstack, pstack, d - 1)
+        pp = _PathParser(root_parser, steps, lstack, pstack, astack, d - 1)
         try:
             steps.step(int(lstack[d - 1]), int(pstack[d - 1]), int(byte[p]), pp)
         finally:
@@ -96,7 +108,9 @@ def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
         return
     k = depth_cache.get(ls) if depth_cache is not None else None
     if k is None:
-        k = containment_depth(lambda: steps.table, steps.dfa.fill_row, ls, vindex.max_slice_len)
+        ends = steps.is_lazy_accept if steps.lazy else None
+        k = containment_depth(lambda: steps.table, steps.dfa.fill_row, ls, vindex.max_slice_len,
+                              ends)
         if depth_cache is not None:
             depth_cache[ls] = k
     tries, take = vindex.parts_to_walk(k)

@@ -1,0 +1,138 @@
+"""tether as an engine of the shared peers harness (``peers_bench.py --adapter-file``).
+
+Loaded by the harness inside its own venv: tether is imported from this checkout's
+``src`` (it needs numpy and numba there). The vocabulary-level work (token tries,
+slices, kernel JIT) happens in ``__init__``, which the harness times as ``init_s``,
+as it does for every engine's tokenizer object.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+from peers_bench import EngineAdapter, GrammarSpec, Matcher, Unsupported, Vocab, register
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
+JSON_NUMBER = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?"
+
+
+def json_grammar():  # type: ignore[no-untyped-def]
+    """Plain JSON (the harness's LARK_JSON) in tether's grammar IR."""
+    from tether.grammar.ir import NT, Grammar, T, Terminal
+
+    g = Grammar(start="value")
+    for name, lit in [("LBRACE", "{"), ("RBRACE", "}"), ("LSQB", "["), ("RSQB", "]"),
+                      ("COMMA", ","), ("COLON", ":"), ("TRUE", "true"), ("FALSE", "false"),
+                      ("NULL", "null")]:
+        g.add_terminal(Terminal(name, literal=lit))
+    g.add_terminal(Terminal("STRING", regex=JSON_STRING))
+    g.add_terminal(Terminal("NUMBER", regex=JSON_NUMBER))
+    g.add_terminal(Terminal("WS", regex=r"[ \t\n\r]+"))
+    g.ignore.append("WS")
+    for alt in ("object", "array"):
+        g.add_rule("value", NT(alt))
+    for t in ("STRING", "NUMBER", "TRUE", "FALSE", "NULL"):
+        g.add_rule("value", T(t))
+    g.add_rule("object", T("LBRACE"), T("RBRACE"))
+    g.add_rule("object", T("LBRACE"), NT("members"), T("RBRACE"))
+    g.add_rule("members", NT("member"))
+    g.add_rule("members", NT("members"), T("COMMA"), NT("member"))
+    g.add_rule("member", T("STRING"), T("COLON"), NT("value"))
+    g.add_rule("array", T("LSQB"), T("RSQB"))
+    g.add_rule("array", T("LSQB"), NT("elements"), T("RSQB"))
+    g.add_rule("elements", NT("value"))
+    g.add_rule("elements", NT("elements"), T("COMMA"), NT("value"))
+    return g
+
+
+def regex_grammar(pattern: str):  # type: ignore[no-untyped-def]
+    from tether.grammar.ir import Grammar, T, Terminal
+
+    g = Grammar(start="start")
+    g.add_terminal(Terminal("RX", regex=pattern))
+    g.add_rule("start", T("RX"))
+    return g
+
+
+def schema_grammar(source: str):  # type: ignore[no-untyped-def]
+    import json
+
+    schema = json.loads(source)
+    from tether.grammar.ir import Grammar
+
+    if hasattr(Grammar, "from_json_schema"):
+        return Grammar.from_json_schema(schema)
+    try:
+        from tether.grammar.json_schema import compile_json_schema
+    except ImportError as e:
+        raise Unsupported(f"tether.grammar.json_schema not available: {e}") from e
+    return compile_json_schema(schema)
+
+
+class _TetherMatcher(Matcher):
+    def __init__(self, m):  # type: ignore[no-untyped-def]
+        self.m = m
+        self._u32 = None
+        self._src = None
+
+    def mask(self, bitmask: np.ndarray) -> None:
+        if self._src is not bitmask:
+            self._src, self._u32 = bitmask, bitmask.view(np.uint32)
+        self.m.compute_mask(self._u32)
+
+    def advance(self, token_id: int) -> bool:
+        return self.m.consume(token_id)
+
+    def is_accepting(self) -> bool:
+        return self.m.is_accepting()
+
+    def reset(self) -> None:
+        self.m.reset()
+
+
+@register
+class TetherAdapter(EngineAdapter):
+    name = "tether"
+    dist = None
+
+    def __init__(self, vocab: Vocab):
+        super().__init__(vocab)
+        import tether.engine as te
+        from tether.engine.slices import vocab_index
+        from tether.tokens.vocabulary import Vocabulary
+
+        self.te = te
+        self.tv = Vocabulary.from_bytes(list(vocab.tokens), eos_ids=[vocab.eos_id],
+                                        special_ids=list(vocab.special_ids))
+        vocab_index(self.tv)
+        te.warmup()
+
+    def version(self) -> str:
+        import subprocess
+
+        here = Path(__file__).resolve().parents[1]
+        try:
+            rev = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True, check=False).stdout.strip()
+        except OSError:
+            rev = "?"
+        return f"0.1.0+{rev}"
+
+    def settings(self) -> str:
+        return "tether.engine.compile(grammar, Vocabulary.from_bytes(shared vocab)); slices on; mask cache on"
+
+    def compile(self, spec: GrammarSpec) -> Matcher:
+        if spec.kind == "json_schema":
+            g = schema_grammar(spec.source)
+        elif spec.kind == "regex":
+            g = regex_grammar(spec.source)
+        elif spec.kind == "cfg_json":
+            g = json_grammar()
+        else:
+            raise Unsupported(spec.kind)
+        cc = self.te.compile(g, self.tv)
+        return _TetherMatcher(cc.matcher())

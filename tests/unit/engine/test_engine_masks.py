@@ -1,0 +1,87 @@
+"""Engine masks equal the reference recognizer's, step by step (fixed grammars)."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from engine_reference import (  # noqa: E402
+    GRAMMARS,
+    greedy_tokenize,
+    random_vocab,
+    reference_mask,
+)
+
+from tether.engine import compile  # noqa: E402
+from tether.parser import ByteParser  # noqa: E402
+from tether.tokens.bitmask import allocate_mask, mask_to_ids  # noqa: E402
+
+
+def engine_mask(m, vocab) -> set[int]:
+    out = allocate_mask(vocab.size)
+    m.compute_mask(out)
+    return set(mask_to_ids(out).tolist())
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+@pytest.mark.parametrize("slices", [True, False])
+def test_random_walk_masks_equal_reference(name: str, slices: bool) -> None:
+    build, alphabet, _ = GRAMMARS[name]
+    rng = random.Random(f"{name}:{slices}")
+    for trial in range(4):
+        vocab = random_vocab(alphabet, rng, n=50 + 10 * trial)
+        cc = compile(build(), vocab, slices=slices)
+        m = cc.matcher()
+        bp = ByteParser(build())
+        for step in range(25):
+            want = reference_mask(bp, vocab)
+            got = engine_mask(m, vocab)
+            assert got == want, (name, trial, step, bytes(bp.data),
+                                 sorted(vocab.tokens[t] for t in got ^ want))
+            assert m.is_accepting() == bp.is_accepting()
+            choices = sorted(want - set(vocab.eos_ids))
+            if not choices:
+                break
+            t = rng.choice(choices)
+            assert m.consume(t), m.error
+            assert bp.feed(vocab.tokens[t])
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_valid_samples_allowed_at_every_step(name: str) -> None:
+    build, alphabet, samples = GRAMMARS[name]
+    rng = random.Random(name)
+    vocab = random_vocab(alphabet + b"".join(samples), rng, n=80)
+    cc = compile(build(), vocab)
+    for text in samples:
+        m = cc.matcher()
+        out = allocate_mask(vocab.size)
+        for t in greedy_tokenize(vocab, text):
+            m.compute_mask(out)
+            assert out[t >> 5] >> np.uint32(t & 31) & 1, (text, vocab.tokens[t])
+            assert m.consume(t), m.error
+        m.compute_mask(out)
+        assert out[0] & 1, f"EOS not allowed after {text!r}"
+        assert m.is_accepting()
+        assert m.consume(0) and m.is_finished()
+
+
+def test_mask_cache_gives_identical_masks() -> None:
+    build, alphabet, _ = GRAMMARS["json"]
+    text = b'{"ab": [1, 2, 3, {"ab": [1, 2, 3]}]}'
+    vocab = random_vocab(alphabet + text, random.Random(7), n=120)
+    cc = compile(build(), vocab)
+    toks = greedy_tokenize(vocab, text)
+    first, second = [], []
+    for sink in (first, second):
+        m = cc.matcher()
+        for t in toks:
+            sink.append(engine_mask(m, vocab))
+            assert m.consume(t)
+    assert first == second
+    assert cc.stats["mask_hits"] >= len(toks)
