@@ -15,6 +15,13 @@ llguidance expect:
   (the stop text is consumed but is not part of the value);
 * ``max_len``: at most this many bytes.
 
+A terminal whose language needs set operations the regex syntax cannot spell (Lark
+``A & B`` / ``~A``, KBNF ``except!``) carries ``expr`` instead of ``regex``: a tree of
+tuples over regex strings, ``("and", a, b, ...)``, ``("not", a)``,
+``("except", a, max_reps)`` (strings not containing a match of ``a``),
+``("concat", ...)``, ``("or", ...)``, ``("repeat", a, lo, hi)``.
+``Terminal.to_node()`` builds the regex-layer node for any terminal.
+
 Lexemes are otherwise matched greedily (longest match), as Lark's and llguidance's
 lexers do; where that differs from the plain context-free reading of a grammar the
 front end says so.
@@ -33,7 +40,8 @@ Flavor = Literal["python", "ecma"]
 class Terminal:
     """A lexeme class: a regex (or literal) over the bytes of the output.
 
-    Exactly one of ``regex`` and ``literal`` is set. ``literal`` is matched byte for byte.
+    Exactly one of ``regex``, ``literal`` and ``expr`` is set. ``literal`` is matched
+    byte for byte (up to case when ``ignore_case``).
     """
 
     name: str
@@ -44,20 +52,71 @@ class Terminal:
     lazy: bool = False
     stop: str | None = None
     max_len: int | None = None
+    expr: tuple | None = None  # type: ignore[type-arg]
 
     def __post_init__(self) -> None:
-        if (self.regex is None) == (self.literal is None):
-            raise ValueError(f"terminal {self.name!r} needs exactly one of regex= and literal=")
+        if sum(x is not None for x in (self.regex, self.literal, self.expr)) != 1:
+            raise ValueError(f"terminal {self.name!r} needs exactly one of regex=, literal=, expr=")
 
     @property
     def pattern(self) -> str:
-        """The terminal as a regex in tether's (Python) syntax."""
-        if self.literal is not None:
-            import re
+        """The terminal as a regex in tether's (Python) syntax.
 
-            return re.escape(self.literal)
-        assert self.regex is not None
+        Raises:
+            ValueError: for an ``expr`` terminal (use ``to_node``).
+        """
+        if self.literal is not None:
+            from tether.grammar.regexgen import escape_literal
+
+            r = escape_literal(self.literal)
+            return f"(?i:{r})" if self.ignore_case else r
+        if self.regex is None:
+            raise ValueError(f"terminal {self.name!r} is a set operation; use to_node()")
         return self.regex
+
+    def to_node(self):  # type: ignore[no-untyped-def]
+        """The regex-layer node (``tether.regex``) of this terminal's language.
+
+        Applies ``ignore_case`` and ``max_len``; ``lazy`` and ``stop`` are lexer options
+        and are not part of the node.
+
+        Raises:
+            RegexError: if a regex in the terminal cannot be parsed.
+        """
+        from tether import regex as rx
+
+        def build(e):  # type: ignore[no-untyped-def]
+            if isinstance(e, str):
+                return rx.parse(e, flavor=self.flavor, ignore_case=self.ignore_case)
+            op, args = e[0], e[1:]
+            anything = rx.parse("(?s:.)*")
+            if op == "and":
+                return rx.intersect(*(build(a) for a in args))
+            if op == "not":
+                return rx.intersect(anything, rx.complement(build(args[0])))
+            if op == "except":
+                inner = rx.concat(anything, build(args[0]), anything)
+                node = rx.intersect(anything, rx.complement(inner))
+                if args[1] is not None:
+                    node = rx.intersect(node, rx.parse(f"(?s:.){{0,{args[1]}}}"))
+                return node
+            if op == "concat":
+                return rx.concat(*(build(a) for a in args))
+            if op == "or":
+                return rx.alt(*(build(a) for a in args))
+            if op == "repeat":
+                return rx.repeat(build(args[0]), args[1], args[2])
+            raise ValueError(f"unknown terminal operation {op!r}")
+
+        if self.literal is not None and not self.ignore_case:
+            node = rx.literal(self.literal.encode("utf-8"))
+        elif self.expr is not None:
+            node = build(self.expr)
+        else:
+            node = build(self.pattern)
+        if self.max_len is not None:
+            node = rx.intersect(node, rx.repeat(rx.ANY_BYTE, 0, self.max_len))
+        return node
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +136,7 @@ class T:
     name: str
 
     def __repr__(self) -> str:
-        return self.name.upper() if not self.name.isupper() else self.name
+        return self.name
 
 
 Symbol = NT | T
@@ -104,6 +163,8 @@ class Grammar:
         terminals: terminal name → Terminal.
         ignore: names of terminals that may appear between any two lexemes (Lark ``%ignore``).
         warnings: what a front end approximated or ignored (e.g. Lark priorities).
+        lowering: the terminal choices a front end made (GBNF: which sub-expressions
+            became one terminal and which were split; see ``tether.grammar.lower``).
     """
 
     start: str
@@ -111,6 +172,7 @@ class Grammar:
     terminals: dict[str, Terminal] = field(default_factory=dict)
     ignore: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    lowering: list[str] = field(default_factory=list)
 
     def add_rule(self, lhs: str, *rhs: Symbol) -> None:
         self.rules.append(Rule(lhs, tuple(rhs)))
@@ -134,11 +196,81 @@ class Grammar:
         for r in self.rules:
             yield from r.rhs
 
+    # -- front ends (imported lazily: the IR module stays dependency-free) ------
+    @classmethod
+    def from_gbnf(cls, text: str, *, start: str = "root", source: str = "", strict: bool = False) -> Grammar:
+        """Read llama.cpp's GBNF; see ``tether.grammar.gbnf``. Raises GrammarError."""
+        from tether.grammar.gbnf import from_gbnf
+
+        return from_gbnf(text, start=start, source=source, strict=strict)
+
+    @classmethod
+    def from_lark(cls, text: str, *, start: str = "start", source: str = "") -> Grammar:
+        """Read a Lark grammar; see ``tether.grammar.lark``. Raises GrammarError."""
+        from tether.grammar.lark import from_lark
+
+        return from_lark(text, start=start, source=source)
+
+    @classmethod
+    def from_kbnf(cls, text: str, *, start: str | None = None, source: str = "") -> Grammar:
+        """Read KBNF-style EBNF (``A ::= ...;``, ``except!``); see ``tether.grammar.kbnf``."""
+        from tether.grammar.kbnf import from_kbnf
+
+        return from_kbnf(text, start=start, source=source)
+
+    @classmethod
+    def from_regex(cls, pattern: str, *, flavor: Flavor = "python", ignore_case: bool = False) -> Grammar:
+        """One terminal matching ``pattern`` as a whole. Raises RegexError."""
+        from tether.grammar.compose import from_regex
+
+        return from_regex(pattern, flavor=flavor, ignore_case=ignore_case)
+
+    @classmethod
+    def from_choices(cls, choices: list[str]) -> Grammar:
+        """Exactly the given strings. Raises GrammarError if ``choices`` is empty."""
+        from tether.grammar.compose import from_choices
+
+        return from_choices(choices)
+
+    @classmethod
+    def from_json_schema(cls, schema: object, **options: object) -> Grammar:
+        """A JSON Schema (dict, or JSON text); see ``tether.grammar.json_schema``."""
+        from tether.grammar.json_schema import compile_json_schema
+
+        return compile_json_schema(schema, **options)  # type: ignore[no-any-return]
+
+    @classmethod
+    def sequence(cls, *grammars: Grammar) -> Grammar:
+        """The concatenation of the languages of ``grammars``."""
+        from tether.grammar.compose import sequence
+
+        return sequence(*grammars)
+
+    @classmethod
+    def union(cls, *grammars: Grammar) -> Grammar:
+        """The union of the languages of ``grammars``."""
+        from tether.grammar.compose import union
+
+        return union(*grammars)
+
+    def embed(self, other: Grammar, name: str) -> NT:
+        """Add ``other`` to this grammar as the rule ``name`` (its rules renamed
+        ``name__<rule>``); return the nonterminal to use in new rules."""
+        from tether.grammar.compose import embed_into
+
+        return embed_into(self, other, name)
+
+    def simplified(self) -> Grammar:
+        """``simplify(self)``: validated and cleaned up. Raises GrammarError."""
+        from tether.grammar.simplify import simplify
+
+        return simplify(self)
+
     def __str__(self) -> str:
         lines = [f"start: {self.start}"]
         lines += [repr(r) for r in self.rules]
         lines += [
-            f"{t.name}: {'/' + t.regex + '/' if t.regex is not None else repr(t.literal)}"
+            f"{t.name}: {'/' + t.regex + '/' if t.regex is not None else repr(t.literal) if t.literal is not None else t.expr}"
             for t in self.terminals.values()
         ]
         return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""Python constructors and composition: one-terminal grammars, choices, and grammars
+built from other grammars (sequence, union, embedding one as a rule of another).
+
+Embedding renames every rule of the guest as ``<name>__<rule>`` (its start becomes
+``<name>``) and renames guest terminals that clash with a different host terminal, so
+symbols never collide. ``%ignore`` is global in the IR, so two grammars with different
+ignored terminals cannot be combined (GrammarError).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tether.errors import GrammarError, RegexError
+from tether.grammar.ir import NT, Flavor, Grammar, Rule, Symbol, T, Terminal
+from tether.grammar.simplify import simplify
+
+
+def from_regex(pattern: str, *, flavor: Flavor = "python", ignore_case: bool = False) -> Grammar:
+    """A grammar whose language is ``pattern`` (full match), as one terminal.
+
+    Raises:
+        RegexError: if the regex layer cannot parse ``pattern`` (offset and caret).
+    """
+    try:
+        from tether import regex as rx
+
+        parse = rx.parse
+    except (ImportError, AttributeError):  # pragma: no cover - regex layer missing
+        parse = None
+    if parse is not None:
+        parse(pattern, flavor=flavor, ignore_case=ignore_case)  # raises RegexError
+    g = Grammar(start="start")
+    nullable = _matches_empty(pattern, flavor, ignore_case)
+    if nullable:  # terminals never match ε: the rule carries the empty alternative
+        inner = f"(?i:{pattern})" if ignore_case else pattern
+        t = g.add_terminal(Terminal("REGEX", expr=("and", inner, "(?s:.)+"), flavor=flavor))
+        g.add_rule("start")
+    else:
+        t = g.add_terminal(Terminal("REGEX", regex=pattern, flavor=flavor, ignore_case=ignore_case))
+    g.add_rule("start", t)
+    return g
+
+
+def _matches_empty(pattern: str, flavor: Flavor, ignore_case: bool) -> bool:
+    try:
+        from tether import regex as rx
+
+        return bool(rx.nullable(rx.parse(pattern, flavor=flavor, ignore_case=ignore_case)))
+    except RegexError:
+        raise
+    except Exception:  # pragma: no cover - regex layer incomplete: fall back to `re`
+        import re
+
+        try:
+            return re.fullmatch(pattern, "") is not None
+        except re.error:
+            return False
+
+
+def from_choices(choices: Sequence[str], *, start: str = "start") -> Grammar:
+    """A grammar accepting exactly the strings in ``choices`` (one literal each).
+
+    Raises:
+        GrammarError: if ``choices`` is empty or not a sequence of strings.
+    """
+    if isinstance(choices, str) or not all(isinstance(c, str) for c in choices):
+        raise GrammarError("choices must be a list of strings")
+    if not choices:
+        raise GrammarError("choices is empty: the grammar would accept nothing")
+    g = Grammar(start=start)
+    for i, c in enumerate(dict.fromkeys(choices)):
+        if c == "":
+            g.add_rule(start)
+            continue
+        g.add_rule(start, g.add_terminal(Terminal(f"CHOICE{i}", literal=c)))
+    return g
+
+
+def _ignore_sig(g: Grammar) -> set[tuple[object, ...]]:
+    return {(g.terminals[n].regex, g.terminals[n].literal, g.terminals[n].expr) for n in g.ignore}
+
+
+def embed_into(host: Grammar, guest: Grammar, name: str, *, check_ignore: bool = True) -> NT:
+    """Add ``guest``'s rules to ``host`` (mutated) under the rule ``name``; return ``NT(name)``.
+
+    Raises:
+        GrammarError: if ``name`` is already a rule of ``host``, or the two grammars
+            ignore different terminals.
+    """
+    if any(r.lhs == name for r in host.rules):
+        raise GrammarError(f"cannot embed as '{name}': the grammar already has that rule")
+    if check_ignore and guest.ignore and _ignore_sig(guest) != _ignore_sig(host):
+        raise GrammarError(
+            f"cannot embed a grammar that ignores {sorted(guest.ignore)} into one that ignores "
+            f"{sorted(host.ignore)}: %ignore applies to the whole grammar"
+        )
+    term_map: dict[str, str] = {}
+    for tname, t in guest.terminals.items():
+        new, k = tname, 1
+        while new in host.terminals and host.terminals[new] != _renamed(t, new):
+            k += 1
+            new = f"{tname}_{k}"
+        term_map[tname] = new
+        if new not in host.terminals:
+            host.terminals[new] = _renamed(t, new)
+    for n in guest.ignore:
+        if term_map[n] not in host.ignore:
+            host.ignore.append(term_map[n])
+    existing = {r.lhs for r in host.rules}
+
+    def rename(n: str) -> str:
+        return name if n == guest.start else f"{name}__{n}"
+
+    for n in guest.nonterminals():
+        if rename(n) in existing:
+            raise GrammarError(f"cannot embed as '{name}': rule '{rename(n)}' already exists")
+
+    def sym(s: Symbol) -> Symbol:
+        return T(term_map[s.name]) if isinstance(s, T) else NT(rename(s.name))
+
+    host.rules += [Rule(rename(r.lhs), tuple(sym(s) for s in r.rhs)) for r in guest.rules]
+    host.warnings += [w for w in guest.warnings if w not in host.warnings]
+    return NT(name)
+
+
+def _renamed(t: Terminal, name: str) -> Terminal:
+    from dataclasses import replace
+
+    return replace(t, name=name)
+
+
+def _combine(grammars: Sequence[Grammar], start: str, kind: str) -> tuple[Grammar, list[NT]]:
+    if not grammars:
+        raise GrammarError(f"{kind} of no grammars")
+    out = Grammar(start=start)
+    for i, g in enumerate(grammars):
+        if not isinstance(g, Grammar):
+            raise GrammarError(f"{kind}: argument {i} is a {type(g).__name__}, not a Grammar")
+    if any(_ignore_sig(g) != _ignore_sig(grammars[0]) for g in grammars):
+        raise GrammarError(f"{kind}: the grammars ignore different terminals; %ignore applies to the whole grammar")
+    parts = [embed_into(out, g, f"{kind}{i}", check_ignore=False) for i, g in enumerate(grammars)]
+    return out, parts
+
+
+def sequence(*grammars: Grammar, start: str = "start") -> Grammar:
+    """A grammar for the concatenation of the languages of ``grammars``."""
+    out, parts = _combine(grammars, start, "seq")
+    out.add_rule(start, *parts)
+    return simplify(out)
+
+
+def union(*grammars: Grammar, start: str = "start") -> Grammar:
+    """A grammar for the union of the languages of ``grammars``."""
+    out, parts = _combine(grammars, start, "alt")
+    for p in parts:
+        out.add_rule(start, p)
+    return simplify(out)

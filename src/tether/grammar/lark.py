@@ -1,0 +1,702 @@
+"""Lark grammars (the subset llguidance and Outlines users write) → Grammar IR.
+
+1. ``_tokenize`` splits the text into names, strings (``"..."i``), regexes
+   (``/.../flags``), operators, directives and newlines; ``_Parser`` reads definitions
+   (``rule: ...``, ``?rule``, ``!rule``, ``_rule``, ``TERMINAL: ...``, priorities ``.n``,
+   llguidance attributes ``rule[stop="..."]``), alternatives (``|``, also on a new line),
+   ``->`` aliases, groups, ``[optional]``, ``* + ?``, ``~ n``, ``~ n..m``, ``{n,m}``,
+   ``"a".."z"`` ranges, and llguidance's ``&`` / prefix ``~`` on terminals, into the
+   shared AST.
+2. Directives: ``%import common.X [-> Y]`` and ``%import common (X, Y)`` resolve from
+   tether's own copy of Lark's common terminals (``lark_common``), ``%ignore``,
+   ``%json {schema}`` (embeds ``Grammar.from_json_schema``), ``%llguidance {...}``
+   (options are checked, then ignored).
+3. ``lower(..., mode="lexeme")``: each Lark terminal stays one IR terminal, matched
+   greedily as Lark and llguidance do; then ``simplify``.
+
+Ignored with a warning: terminal/rule priorities, ``max_tokens=``, ``temperature=``.
+Refused with a GrammarError naming the place: templates, parametric rules, ``%declare``,
+``%override``, imports other than ``common``, look-around and backreferences in regexes,
+the ``l`` regex flag, token ranges ``<[..]>``, special tokens ``<|..|>``, ``@grammar``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from dataclasses import dataclass
+
+from tether.errors import GrammarError, RegexError
+from tether.grammar.ast import (
+    Cls,
+    Lit,
+    Node,
+    Ref,
+    Rep,
+    Rx,
+    SetOp,
+    alt,
+    refs,
+    seq,
+)
+from tether.grammar.ir import Grammar
+from tether.grammar.lower import Lowering
+from tether.grammar.simplify import did_you_mean, simplify
+
+_TOKEN = re.compile(
+    r"""
+ (?P<ws>[ \t\f\r]+|\\\r?\n)
+|(?P<comment>//[^\n]*|\#[^\n]*)
+|(?P<nl>\n)
+|(?P<string>"(?:[^"\\\n]|\\.)*"i?)
+|(?P<regex>/(?!/)(?:\\.|[^/\\\n])*/[a-zA-Z]*)
+|(?P<directive>%[a-z_]+)
+|(?P<name>[_A-Za-z][_A-Za-z0-9]*)
+|(?P<number>-?[0-9]+|0x[0-9a-fA-F]+)
+|(?P<op>\.\.|->|::|<\[|<\||[:|()\[\]*+?~{},.&@<>=!])
+""",
+    re.VERBOSE,
+)
+
+_STR_ESC = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a", "b": "\b",
+            "0": "\0", "\\": "\\", '"': '"'}
+_ATTRS = {"stop", "max_tokens", "lazy", "capture", "temperature", "suffix", "stop_capture"}
+_LLG_OPTIONS = {"no_forcing", "allow_invalid_utf8", "allow_initial_skip", "ignore_once"}
+
+
+@dataclass
+class _Tok:
+    kind: str
+    value: str
+    pos: int
+    data: object = None
+
+
+def _tokenize(text: str, source: str) -> list[_Tok]:
+    out: list[_Tok] = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            c = text[pos]
+            if c == '"':
+                raise GrammarError("lexer error: unterminated string (missing closing '\"')", text, pos, source)
+            if c == "/":
+                raise GrammarError("lexer error: unterminated regex (missing closing '/')", text, pos, source)
+            raise GrammarError(f"lexer error: unexpected character {c!r}", text, pos, source)
+        kind = m.lastgroup or ""
+        val = m.group()
+        if kind == "directive" and val in ("%json", "%regex", "%llguidance", "%lark"):
+            out.append(_Tok(kind, val, pos))
+            j = m.end()
+            while j < len(text) and text[j] in " \t\r\n":
+                j += 1
+            if val == "%lark":
+                raise GrammarError("nested %lark grammars are not supported", text, pos, source)
+            try:
+                data, end = json.JSONDecoder().raw_decode(text, j)
+            except json.JSONDecodeError as exc:
+                raise GrammarError(f"invalid JSON after {val}: {exc.msg}", text, exc.pos, source) from None
+            out.append(_Tok("json", text[j:end], j, data))
+            pos = end
+            continue
+        if kind not in ("ws", "comment"):
+            out.append(_Tok(kind, val, pos))
+        pos = m.end()
+    out.append(_Tok("eof", "", len(text)))
+    return out
+
+
+def _unescape(body: str, text: str, pos: int, source: str) -> str:
+    out, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        e = body[i + 1] if i + 1 < len(body) else ""
+        if e in ("x", "u", "U"):
+            n = {"x": 2, "u": 4, "U": 8}[e]
+            digits = body[i + 2 : i + 2 + n]
+            if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                raise GrammarError(f"lexer error: invalid escape '\\{e}{digits}' in string", text, pos + i, source)
+            out.append(chr(int(digits, 16)))
+            i += 2 + n
+        elif e in _STR_ESC:
+            out.append(_STR_ESC[e])
+            i += 2
+        else:  # Lark keeps unknown escapes as written
+            out.append("\\" + e)
+            i += 2
+    return "".join(out)
+
+
+def check_regex(pattern: str, flags: str, text: str, pos: int, source: str) -> None:
+    """Raise GrammarError (at the regex's place in ``text``) if tether cannot use
+    ``pattern``: look-around, backreferences, or a syntax error."""
+    for m in re.finditer(r"\\.|\(\?<?[=!]|\\[1-9]|\(\?P=", pattern):
+        tok = m.group()
+        if tok.startswith("(?"):
+            what = "look-around" if "P=" not in tok else "backreferences"
+            raise GrammarError(f"invalid regex: {what} is not supported (tether regexes are regular)",
+                               text, pos + 1 + m.start(), source)
+        if re.fullmatch(r"\\[1-9]", tok):
+            raise GrammarError("invalid regex: backreferences are not supported", text, pos + 1 + m.start(), source)
+    try:
+        from tether import regex as _rx
+
+        _rx.parse(pattern, ignore_case="i" in flags, dotall="s" in flags)
+        return
+    except RegexError as exc:
+        off = exc.offset if exc.offset >= 0 else 0
+        raise GrammarError(f"invalid regex: {exc.reason}", text, pos + 1 + off, source) from None
+    except Exception:  # the regex layer is unavailable or incomplete: fall back to `re`
+        pass
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        off = exc.pos or 0
+        raise GrammarError(f"invalid regex: {exc.msg}", text, pos + 1 + off, source) from None
+
+
+class _Parser:
+    def __init__(self, text: str, source: str) -> None:
+        self.text, self.source = text, source
+        self.toks = _tokenize(text, source)
+        self.i = 0
+        self.depth = 0
+        self.rules: dict[str, Node] = {}
+        self.terms: dict[str, Node] = {}
+        self.positions: dict[str, int] = {}
+        self.attrs: dict[str, dict[str, object]] = {}
+        self.ignore: list[Node] = []
+        self.imports: dict[str, tuple[str, int]] = {}  # local name → (common name, pos)
+        self.warnings: list[str] = []
+        self.embedded: dict[str, Grammar] = {}
+
+    # -- token helpers
+    def peek(self, k: int = 0) -> _Tok:
+        j = self.i
+        n = 0
+        while True:
+            t = self.toks[j]
+            if t.kind == "nl" and self.depth > 0:
+                j += 1
+                continue
+            if n == k:
+                return t
+            n += 1
+            j += 1
+
+    def next(self) -> _Tok:
+        while self.toks[self.i].kind == "nl" and self.depth > 0:
+            self.i += 1
+        t = self.toks[self.i]
+        if t.kind != "eof":
+            self.i += 1
+        return t
+
+    def error(self, msg: str, pos: int) -> GrammarError:
+        return GrammarError(msg, self.text, pos, self.source)
+
+    def expect(self, value: str, what: str) -> _Tok:
+        t = self.next()
+        if t.value != value or t.kind not in ("op",):
+            shown = t.value if t.kind != "eof" else "end of grammar"
+            shown = "newline" if t.kind == "nl" else shown
+            raise self.error(f"expected {what}, got {shown!r}", t.pos)
+        return t
+
+    def skip_nl(self) -> None:
+        while self.toks[self.i].kind == "nl":
+            self.i += 1
+
+    # -- grammar
+    def parse(self) -> None:
+        self.skip_nl()
+        while self.peek().kind != "eof":
+            t = self.peek()
+            if t.kind == "directive":
+                self.directive()
+            elif t.kind == "name" or (t.kind == "op" and t.value in "?!"):
+                self.definition()
+            else:
+                raise self.error(f"expected a rule or terminal definition, got {t.value!r}", t.pos)
+            t = self.next()
+            if t.kind not in ("nl", "eof"):
+                raise self.error(f"unexpected {t.value!r}: expected the end of the definition", t.pos)
+            self.skip_nl()
+
+    def definition(self) -> None:
+        t = self.next()
+        start = t.pos
+        if t.kind == "op":  # ?rule / !rule
+            t = self.next()
+            if t.kind != "name":
+                raise self.error("expected a rule name", t.pos)
+        name = t.value
+        is_term = name.lstrip("_")[:1].isupper()
+        p = self.peek()
+        if p.value == "::":
+            raise self.error(f"parametric rules ('{name}::...') are not supported", p.pos)
+        if p.value == "{":
+            raise self.error(f"rule templates ('{name}{{...}}') are not supported", p.pos)
+        attrs: dict[str, object] = {}
+        if p.value == "[":
+            attrs = self.attributes(name)
+        if self.peek().value == ".":
+            self.next()
+            num = self.next()
+            if num.kind != "number":
+                raise self.error("expected a priority number after '.'", num.pos)
+            msg = f"priority of '{name}' is ignored (tether's lexer has no priorities)"
+            self.warnings.append(msg)
+            warnings.warn(msg, stacklevel=4)
+        self.expect(":", f"':' after '{name}'")
+        body = self.expansions()
+        table = self.terms if is_term else self.rules
+        if name in table or name in self.imports:
+            kind = "terminal" if is_term else "rule"
+            raise self.error(f"duplicate {kind} '{name}'", start)
+        table[name] = body
+        self.positions[name] = start
+        if attrs:
+            self.attrs[name] = attrs
+
+    def attributes(self, name: str) -> dict[str, object]:
+        self.next()  # [
+        out: dict[str, object] = {}
+        while True:
+            key = self.next()
+            if key.kind != "name":
+                raise self.error("expected an attribute name", key.pos)
+            if key.value not in _ATTRS:
+                raise self.error(f"Unknown attribute '{key.value}' on '{name}'", key.pos)
+            val: object = True
+            if self.peek().value == "=":
+                self.next()
+                v = self.next()
+                if v.kind == "string":
+                    val = _unescape(v.value[1:-1] if not v.value.endswith("i") else v.value[1:-2], self.text, v.pos, self.source)
+                elif v.kind == "number":
+                    val = int(v.value, 0)
+                elif v.kind in ("regex", "name"):
+                    val = (v.kind, v.value, v.pos)
+                else:
+                    raise self.error(f"Expected token: a value for '{key.value}'", v.pos)
+            out[key.value] = val
+            t = self.next()
+            if t.value == "]":
+                return out
+            if t.value != ",":
+                raise self.error("Expected token ',' or ']' in attributes", t.pos)
+
+    def directive(self) -> None:
+        t = self.next()
+        d = t.value
+        if d == "%ignore":
+            node = self.expansions()
+            self.ignore.append(node)
+        elif d == "%import":
+            self.import_()
+        elif d == "%llguidance":
+            data = self.next().data
+            if not isinstance(data, dict) or any(
+                k not in _LLG_OPTIONS or not isinstance(v, bool) for k, v in data.items()
+            ):
+                raise self.error("failed to parse %llguidance declaration: expected "
+                                 f"boolean options among {sorted(_LLG_OPTIONS)}", t.pos)
+            self.warnings.append("%llguidance options are ignored")
+        elif d in ("%declare", "%override", "%extend"):
+            raise self.error(f"{d} is not supported", t.pos)
+        else:
+            raise self.error(f"unknown directive {d}", t.pos)
+
+    def import_(self) -> None:
+        first = self.next()
+        if first.value == ".":
+            raise self.error("relative imports are not supported; only %import common.X", first.pos)
+        if first.kind != "name" or first.value != "common":
+            raise self.error(f"only %import common.X is supported, not '{first.value}'", first.pos)
+        t = self.next()
+        if t.value == ".":
+            name = self.next()
+            if name.kind != "name":
+                raise self.error("expected a name after 'common.'", name.pos)
+            local = name.value
+            if self.peek().value == "->":
+                self.next()
+                local = self.next().value
+            self._import_one(name.value, local, name.pos)
+        elif t.value == "(":
+            self.depth += 1
+            while True:
+                name = self.next()
+                self._import_one(name.value, name.value, name.pos)
+                sep = self.next()
+                if sep.value == ")":
+                    break
+                if sep.value != ",":
+                    raise self.error("expected ',' or ')' in the import list", sep.pos)
+            self.depth -= 1
+        else:
+            raise self.error("expected '.' or '(' after %import common", t.pos)
+
+    def _import_one(self, name: str, local: str, pos: int) -> None:
+        common = _common_terms()
+        if name not in common:
+            raise self.error(
+                f"Unknown common terminal '{name}'" + did_you_mean(name, set(common)).replace("\n", " "), pos
+            )
+        if local in self.terms or local in self.rules:
+            raise self.error(f"duplicate terminal '{local}' (imported)", pos)
+        self.imports[local] = (name, pos)
+        self.terms[local] = common[name]
+        self.positions[local] = pos
+
+    # -- expressions
+    def at_end(self) -> bool:
+        t = self.peek()
+        return t.kind in ("eof", "nl") or t.value in ("|", ")", "]", "->")
+
+    def expansions(self) -> Node:
+        start = self.peek().pos
+        alts = [self.alias()]
+        while True:
+            t = self.peek()
+            if t.value == "|":
+                self.next()
+                alts.append(self.alias())
+                continue
+            # a newline followed by '|' continues the definition
+            j = self.i
+            while self.toks[j].kind == "nl":
+                j += 1
+            if j > self.i and self.toks[j].value == "|":
+                self.i = j + 1
+                alts.append(self.alias())
+                continue
+            break
+        return alt(alts, start)
+
+    def alias(self) -> Node:
+        node = self.conjunction()
+        if self.peek().value == "->":
+            self.next()
+            n = self.next()
+            if n.kind != "name":
+                raise self.error("expected an alias name after '->'", n.pos)
+        return node
+
+    def conjunction(self) -> Node:
+        start = self.peek().pos
+        parts = [self.sequence()]
+        while self.peek().value == "&":
+            self.next()
+            parts.append(self.sequence())
+        if len(parts) == 1:
+            return parts[0]
+        return SetOp("and", tuple(parts), pos=start)
+
+    def sequence(self) -> Node:
+        start = self.peek().pos
+        items: list[Node] = []
+        while not self.at_end() and self.peek().value not in ("&",):
+            items.append(self.postfix())
+        return seq(items, start)
+
+    def postfix(self) -> Node:
+        t = self.peek()
+        if t.value == "~" and t.kind == "op":  # llguidance: negation of a terminal
+            self.next()
+            inner = self.postfix()
+            return SetOp("not", (inner,), pos=t.pos)
+        node = self.atom()
+        while True:
+            p = self.peek()
+            if p.value in ("*", "+", "?") and p.kind == "op":
+                self.next()
+                lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[p.value]
+                node = Rep(node, lo, hi, pos=p.pos)
+            elif p.value == "~" and self.peek(1).kind == "number":
+                self.next()
+                lo = self._count(self.next())
+                hi: int | None = lo
+                if self.peek().value == "..":
+                    self.next()
+                    hi = self._count(self.next())
+                self._check_range(lo, hi, p.pos)
+                node = Rep(node, lo, hi, pos=p.pos)
+            elif p.value == "{":
+                nxt = self.peek(1)
+                if nxt.kind != "number" and nxt.value != ",":
+                    raise self.error("rule templates are not supported", p.pos)
+                self.next()
+                lo = 0
+                if self.peek().kind == "number":
+                    lo = int(self.next().value)
+                hi = lo
+                if self.peek().value == ",":
+                    self.next()
+                    hi = int(self.next().value) if self.peek().kind == "number" else None
+                self.expect("}", "'}' to close the repetition")
+                self._check_range(lo, hi, p.pos)
+                node = Rep(node, lo, hi, pos=p.pos)
+            else:
+                return node
+
+    def _count(self, t: _Tok) -> int:
+        if t.kind != "number":
+            raise self.error("expected a number", t.pos)
+        return int(t.value, 0)
+
+    def _check_range(self, lo: int, hi: int | None, pos: int) -> None:
+        if lo < 0:
+            raise self.error(f"repetition range start must be >= 0 (got {lo})", pos)
+        if hi is not None and hi < lo:
+            raise self.error(f"repetition range end must be >= start (got {lo}..{hi})", pos)
+
+    def atom(self) -> Node:
+        t = self.next()
+        if t.kind == "op" and t.value in ("(", "["):
+            self.depth += 1
+            inner = self.expansions()
+            self.depth -= 1
+            close = ")" if t.value == "(" else "]"
+            nt = self.next()
+            if nt.value != close:
+                raise self.error(f"expected '{close}' to close the '{t.value}' opened here", t.pos)
+            return inner if t.value == "(" else Rep(inner, 0, 1, pos=t.pos)
+        if t.kind == "string":
+            lit = self.string(t)
+            if self.peek().value == "..":
+                self.next()
+                t2 = self.next()
+                if t2.kind != "string":
+                    raise self.error("expected a string after '..'", t2.pos)
+                hi = self.string(t2)
+                if len(lit.text) != 1:
+                    raise self.error("range start must be a single character", t.pos)
+                if len(hi.text) != 1:
+                    raise self.error("range end must be a single character", t2.pos)
+                if ord(hi.text) < ord(lit.text):
+                    raise self.error("invalid range order: end is before start", t.pos)
+                return Cls(((ord(lit.text), ord(hi.text)),), pos=t.pos)
+            return lit
+        if t.kind == "regex":
+            return self.regex(t)
+        if t.kind == "name":
+            if self.peek().value == "::":
+                raise self.error(f"parametric rules ('{t.value}::...') are not supported", t.pos)
+            return Ref(t.value, pos=t.pos)
+        if t.kind == "directive" and t.value == "%json":
+            data = self.next().data
+            return self.json_schema(data, t.pos)
+        if t.kind == "directive" and t.value == "%regex":
+            raise self.error("%regex { ... } is not supported", t.pos)
+        if t.kind == "directive" and t.value == "%if":
+            raise self.error("'%if' conditions (parametric rules) are not supported", t.pos)
+        if t.value == "<[":
+            raise self.error("token ranges <[...]> are not supported (tether constrains text, not token ids)", t.pos)
+        if t.value == "<|":
+            raise self.error("special tokens <|...|> are not supported in grammars", t.pos)
+        if t.value == "@":
+            raise self.error("@grammar references are not supported", t.pos)
+        shown = "end of line" if t.kind in ("nl", "eof") else repr(t.value)
+        raise self.error(f"expected an expression, got {shown}", t.pos)
+
+    def string(self, t: _Tok) -> Lit:
+        v = t.value
+        ic = v.endswith("i")
+        body = v[1:-2] if ic else v[1:-1]
+        return Lit(_unescape(body, self.text, t.pos + 1, self.source), ignore_case=ic, pos=t.pos)
+
+    def regex(self, t: _Tok) -> Node:
+        v = t.value
+        end = v.rfind("/")
+        pattern, flags = v[1:end], v[end + 1 :]
+        for f in flags:
+            if f == "l":
+                raise self.error("the l-flag is not supported in regexes", t.pos + end + 1)
+            if f not in "imsxu":
+                raise self.error(f"unknown regex flag '{f}'", t.pos + end + 1)
+        pattern = pattern.replace("\\/", "/")
+        check_regex(pattern, flags, self.text, t.pos, self.source)
+        return Rx(pattern, "".join(sorted(set(flags) - {"u"})), pos=t.pos)
+
+    def json_schema(self, data: object, pos: int) -> Node:
+        try:
+            g = Grammar.from_json_schema(data)  # type: ignore[arg-type]
+        except GrammarError:
+            raise
+        except Exception as exc:  # SchemaError, missing json_schema module, ...
+            raise self.error(f"failed to compile JSON schema: {exc}", pos) from None
+        name = f"__json{len(self.embedded) + 1}"
+        self.embedded[name] = g
+        return Ref(name, pos=pos)
+
+
+_COMMON: dict[str, Node] | None = None
+
+
+def _common_terms() -> dict[str, Node]:
+    """The bundled common terminals, each with its references inlined."""
+    global _COMMON
+    if _COMMON is None:
+        from tether.grammar.lark_common import COMMON
+
+        p = _Parser(COMMON, "common.lark")
+        p.parse()
+        defs = p.terms
+
+        def inline(n: Node) -> Node:
+            if isinstance(n, Ref):
+                return inline(defs[n.name])
+            if isinstance(n, SetOp):
+                return SetOp(n.op, tuple(inline(a) for a in n.args), n.max_reps)
+            if isinstance(n, Rep):
+                return Rep(inline(n.item), n.lo, n.hi)
+            from tether.grammar.ast import Alt, Seq
+
+            if isinstance(n, Seq):
+                return Seq(tuple(inline(i) for i in n.items))
+            if isinstance(n, Alt):
+                return Alt(tuple(inline(i) for i in n.items))
+            return n
+
+        _COMMON = {k: inline(v) for k, v in defs.items()}
+    return _COMMON
+
+
+def parse_lark(text: str, *, source: str = "") -> _Parser:
+    """Read Lark ``text`` (syntax only). Raises GrammarError with line:column."""
+    p = _Parser(text, source)
+    p.parse()
+    return p
+
+
+def from_lark(text: str, *, start: str = "start", source: str = "") -> Grammar:
+    """Build a Grammar from Lark ``text`` (see the module docstring).
+
+    Raises:
+        GrammarError: syntax errors, unknown names, duplicate definitions, circular
+            terminals, unsupported features, bad regexes, rules that never finish.
+    """
+    p = parse_lark(text, source=source)
+    if start not in p.rules:
+        if not p.rules and not p.terms:
+            raise GrammarError("the grammar has no rules")
+        raise GrammarError(f"no start rule: the grammar has no '{start}' rule" + did_you_mean(start, set(p.rules)))
+    known = set(p.rules) | set(p.terms) | set(p.embedded)
+    for name, body in list(p.rules.items()) + list(p.terms.items()):
+        is_term = name in p.terms
+        if name in p.imports:
+            continue
+        for r in sorted(refs(body), key=lambda r: r.pos):
+            if r.name not in known:
+                raise GrammarError(f"unknown name '{r.name}'" + did_you_mean(r.name, known), text, r.pos, source)
+            if is_term and r.name in p.rules:
+                raise GrammarError(f"terminal '{name}' cannot use rule '{r.name}' (rules cannot be used in terminals)",
+                                   text, r.pos, source)
+    for node in p.ignore:
+        for r in refs(node):
+            if r.name not in p.terms:
+                raise GrammarError(f"%ignore needs terminals; '{r.name}' is not a terminal", text, r.pos, source)
+    _check_cycles(p, text, source)
+    for body in p.rules.values():
+        _check_setops(body, p, text, source)
+    # attributes on rules (llguidance): the rule becomes one terminal with lexer options
+    rules = dict(p.rules)
+    for name in p.embedded:
+        rules[name] = seq([])  # placeholder, replaced by the embedded grammar below
+    lw = Lowering(rules, start, mode="lexeme", terminals=p.terms, text=text, source=source)
+    attr_terms = {}
+    for name, attrs in p.attrs.items():
+        if name in p.rules:
+            attr_terms[name] = _attr_terminal(lw, name, attrs, p, text, source)
+    lw.rules = {k: v for k, v in rules.items() if k not in attr_terms}
+    for name, t in attr_terms.items():
+        lw.grammar.add_rule(name, t)
+    g = lw.run()
+    for node in p.ignore:
+        node_ne = lw.nonempty(node)
+        if node_ne is None:
+            continue
+        name = node.name if isinstance(node, Ref) else None
+        t = lw.terminal(node_ne, name)
+        if t.name not in g.ignore:
+            g.ignore.append(t.name)
+    for name, sub in p.embedded.items():
+        from tether.grammar.compose import embed_into
+
+        g.rules = [r for r in g.rules if r.lhs != name]
+        embed_into(g, sub, name)
+    g.warnings += p.warnings
+    g.lowering = lw.decisions
+    return simplify(g, text=text, source=source, positions=p.positions, warn_unreachable=set())
+
+
+def _attr_terminal(lw: Lowering, name: str, attrs: dict[str, object], p: _Parser, text: str, source: str):  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from tether.grammar.ir import T
+
+    body = p.rules[name]
+    for r in refs(body):
+        if r.name in p.rules:
+            raise GrammarError(f"rule '{name}' has lexer attributes, so it cannot use rule '{r.name}'",
+                               text, r.pos, source)
+    stop = attrs.get("stop")
+    if stop is not None and not isinstance(stop, str):
+        raise GrammarError(f"stop= on '{name}' must be a string", text, p.positions[name], source)
+    for k in ("max_tokens", "temperature"):
+        if k in attrs:
+            msg = f"{k}= on '{name}' is ignored (token-level limits belong to the decoder)"
+            p.warnings.append(msg)
+    ne = lw.nonempty(body)
+    if ne is None:
+        raise GrammarError(f"rule '{name}' matches only the empty string", text, p.positions[name], source)
+    t = lw.terminal(ne, name.upper())
+    term = lw.grammar.terminals[t.name]
+    lazy = bool(attrs.get("lazy", False)) or stop is not None
+    new = replace(term, stop=stop if stop else None, lazy=lazy)
+    lw.grammar.terminals[t.name] = new
+    return T(t.name)
+
+
+def _check_cycles(p: _Parser, text: str, source: str) -> None:
+    state: dict[str, int] = {}
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        for r in refs(p.terms[name]):
+            if r.name not in p.terms:
+                continue
+            s = state.get(r.name)
+            if s == 1:
+                raise GrammarError(f"circular reference in terminal '{r.name}'", text, r.pos, source)
+            if s is None:
+                visit(r.name)
+        state[name] = 2
+
+    for name in p.terms:
+        if name not in state and name not in p.imports:
+            visit(name)
+
+
+def _check_setops(node: Node, p: _Parser, text: str, source: str) -> None:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, SetOp):
+            for r in refs(n):
+                if r.name in p.rules:
+                    raise GrammarError(f"& and ~ are only supported for terminals, not rules ('{r.name}')",
+                                       text, r.pos, source)
+            continue
+        if hasattr(n, "items"):
+            stack.extend(n.items)  # type: ignore[attr-defined]
+        elif isinstance(n, Rep):
+            stack.append(n.item)

@@ -1,0 +1,457 @@
+"""Lower front-end ASTs (``tether.grammar.ast``) into the Grammar IR.
+
+Two policies, because the parser lexes greedily (longest match, no backtracking, like
+Lark's and llguidance's lexers) and front ends disagree on what a terminal is:
+
+``lexeme`` (Lark, KBNF): the grammar says what the terminals are (Lark UPPERCASE
+    terminals, string and regex literals); each becomes one IR terminal and keeps the
+    greedy semantics its users expect. Groups, options and repetitions become named rules.
+
+``char`` (GBNF): llama.cpp reads GBNF as a character-level grammar with no lexer, so any
+    grouping into terminals must not change the language. Lowering starts from the
+    largest candidates (maximal rule-free sub-expressions, with non-recursive rules
+    inlined) and keeps a candidate ``T`` as one terminal only if greedy lexing cannot
+    lose a parse: for every candidate ``U`` that may start where ``T`` starts, no
+    non-empty ``w`` in L(T) followed by a character that may follow ``T`` is a prefix
+    of a string in L(U) (``analysis.swallows``). A failing candidate is split (inlined
+    rules are un-inlined first, then sequences into items, repetitions into rules,
+    literals into characters) and the test is run again until nothing fails. Single
+    characters always pass, so the result keeps llama.cpp's language exactly; e.g.
+    ``ws ::= [ \\t\\n]*`` followed by a mandatory ``"\\n"`` stays a rule over the
+    one-character terminal ``[ \\t\\n]`` while ``[0-9]+`` becomes one terminal.
+    The test over-approximates which candidates compete (all with overlapping first
+    characters, FOLLOW sets merged over all uses), so it may split more than needed,
+    never less. ``Lowering.decisions`` records what was kept and what was split.
+
+Nullable candidates become ``ε | T`` with T the non-empty part (terminals never match ε).
+Repetitions become left-recursive rules (``R -> ε | R X``), bounded ones a chain of
+optional rules; identical groups are lowered once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from tether.errors import GrammarError
+from tether.grammar.analysis import Automaton, Facts, rx_nullable, swallows
+from tether.grammar.ast import (
+    EPS,
+    Alt,
+    Cls,
+    Lit,
+    Node,
+    Ranges,
+    Ref,
+    Rep,
+    Rx,
+    Seq,
+    SetOp,
+    overlaps,
+    refs,
+    union,
+)
+from tether.grammar.ir import NT, Grammar, Symbol, T, Terminal
+from tether.grammar.regexgen import has_setop, terminal_expr, to_regex
+
+NONEMPTY = Rx("(?s:.)+")
+Mode = Literal["lexeme", "char"]
+
+
+class Lowering:
+    """One lowering run; ``grammar`` holds the result, ``decisions`` the terminal choices."""
+
+    def __init__(
+        self,
+        rules: dict[str, Node],
+        start: str,
+        *,
+        mode: Mode,
+        terminals: dict[str, Node] | None = None,
+        text: str = "",
+        source: str = "",
+    ) -> None:
+        self.rules, self.start, self.mode = rules, start, mode
+        self.term_defs = terminals or {}
+        self.text, self.source = text, source
+        self.grammar = Grammar(start=start)
+        self.decisions: list[str] = []
+        self._term_by_key: dict[tuple[object, ...], str] = {}
+        self._aux: dict[Node, str] = {}
+        self._opt: dict[str, str] = {}
+        self._counter = 0
+        self._owner = start
+        self.split: set[Node] = set()
+        self.facts = Facts(rules, self.resolve)
+        self.lexical: set[str] = self._lexical_rules() if mode == "char" else set()
+        self._unitable: dict[Node, bool] = {}
+
+    # -- names --------------------------------------------------------------
+    def resolve(self, ref: Ref) -> Node:
+        if ref.name in self.rules:
+            return self.rules[ref.name]
+        if ref.name in self.term_defs:
+            return self.term_defs[ref.name]
+        raise GrammarError(f"'{ref.name}' is used but not defined", self.text, ref.pos, self.source)
+
+    def fresh(self, kind: str) -> str:
+        self._counter += 1
+        return f"{self._owner}_{kind}{self._counter}"
+
+    # -- terminals ----------------------------------------------------------
+    def nullable(self, node: Node) -> bool:
+        return self.facts.nullable(node)
+
+    def nonempty(self, node: Node) -> Node | None:
+        """The non-empty part of L(node), or None if L(node) ⊆ {ε}."""
+        if isinstance(node, Lit):
+            return node if node.text else None
+        if isinstance(node, Cls):
+            return node
+        if isinstance(node, Rx | SetOp):
+            if isinstance(node, Rx) and not rx_nullable(node):
+                return node
+            if isinstance(node, SetOp) and not self.nullable(node):
+                return node
+            return SetOp("and", (node, NONEMPTY), pos=node.pos)
+        if isinstance(node, Ref):
+            if self.nullable(node):
+                return self.nonempty(self.resolve(node))
+            return node
+        if isinstance(node, Seq):
+            alts: list[Node] = []
+            for i, it in enumerate(node.items):
+                ne = self.nonempty(it)
+                if ne is not None:
+                    rest = node.items[i + 1 :]
+                    alts.append(Seq((ne, *rest)) if rest else ne)
+                if not self.nullable(it):
+                    break
+            if not alts:
+                return None
+            return alts[0] if len(alts) == 1 else Alt(tuple(alts))
+        if isinstance(node, Alt):
+            nes = [n for n in (self.nonempty(i) for i in node.items) if n is not None]
+            if not nes:
+                return None
+            return nes[0] if len(nes) == 1 else Alt(tuple(dict.fromkeys(nes)))
+        if isinstance(node, Rep):
+            if node.hi == 0:
+                return None
+            ne = self.nonempty(node.item)
+            if ne is None:
+                return None
+            if node.lo == 0 or self.nullable(node.item):
+                return Rep(ne, 1, node.hi)
+            return node
+        raise TypeError(node)
+
+    def terminal(self, node: Node, name: str | None = None) -> T:
+        """The IR terminal for a non-nullable lexical ``node``."""
+        if isinstance(node, Lit):
+            key: tuple[object, ...] = ("lit", node.text, node.ignore_case)
+        else:
+            expr = terminal_expr(node, self.resolve)
+            key = ("expr", expr) if isinstance(expr, tuple) else ("re", expr)
+            if isinstance(node, Rx) and node.lazy:
+                key = (*key, "lazy")
+        if key in self._term_by_key:
+            return T(self._term_by_key[key])
+        if name is None or name in self.grammar.terminals:
+            if key[0] == "lit":
+                name = '"' + str(key[1]) + '"' + ("i" if key[2] else "")
+            else:
+                name = f"/{key[1]}/" if key[0] == "re" else f"__EXPR{len(self.grammar.terminals)}"
+        base, k = name, 1
+        while name in self.grammar.terminals:
+            k += 1
+            name = f"{base}_{k}"
+        if key[0] == "lit":
+            t = Terminal(name, literal=str(key[1]), ignore_case=bool(key[2]))
+        elif key[0] == "re":
+            t = Terminal(name, regex=str(key[1]), lazy=isinstance(node, Rx) and node.lazy)
+        else:
+            t = Terminal(name, expr=key[1])  # type: ignore[arg-type]
+        self._term_by_key[key] = name
+        self.grammar.add_terminal(t)
+        return T(name)
+
+    def optional_terminal(self, node: Node, name: str | None = None) -> list[Symbol]:
+        """Symbols for a lexical ``node`` that may be nullable: ``[T]`` or ``[opt]``."""
+        ne = self.nonempty(node)
+        if ne is None:
+            return []
+        t = self.terminal(ne, name)
+        if not self.nullable(node):
+            return [t]
+        if t.name not in self._opt:
+            opt = self.fresh("opt")
+            self.grammar.add_rule(opt)
+            self.grammar.add_rule(opt, t)
+            self._opt[t.name] = opt
+        return [NT(self._opt[t.name])]
+
+    # -- char mode: which sub-expressions are units ---------------------------
+    def _lexical_rules(self) -> set[str]:
+        state: dict[str, int] = {}  # 1 visiting, 2 lexical, 3 not
+
+        def visit(name: str) -> bool:
+            st = state.get(name)
+            if st == 1:
+                return False
+            if st is not None:
+                return st == 2
+            state[name] = 1
+            ok = True
+            for r in refs(self.rules[name]):
+                if r.name not in self.rules or not visit(r.name):
+                    ok = False
+            state[name] = 2 if ok else 3
+            return ok
+
+        for n in self.rules:
+            visit(n)
+        return {n for n, s in state.items() if s == 2}
+
+    def unitable(self, node: Node) -> bool:
+        if self.mode != "char":
+            return False
+        got = self._unitable.get(node)
+        if got is None:
+            got = all(r.name in self.lexical and r not in self.split for r in refs(node))
+            if got and isinstance(node, Ref):
+                got = node not in self.split
+            self._unitable[node] = got
+        return got
+
+    def is_unit(self, node: Node) -> bool:
+        return self.unitable(node) and node not in self.split
+
+    def _seq_parts(self, node: Seq) -> list[Node]:
+        """Children of a sequence as lowered: maximal runs of unit-able items grouped."""
+        if node in self.split:
+            return list(node.items)
+        parts: list[Node] = []
+        run: list[Node] = []
+        for it in node.items:
+            if self.unitable(it) and not isinstance(it, Ref) or self.is_unit(it):
+                run.append(it)
+                continue
+            if run:
+                parts.append(run[0] if len(run) == 1 else Seq(tuple(run)))
+                run = []
+            parts.append(it)
+        if run:
+            parts.append(run[0] if len(run) == 1 else Seq(tuple(run)))
+        return parts
+
+    def _collect(self, node: Node, follow: Ranges, units: dict[Node, Ranges], todo: list[str]) -> None:
+        if self.is_unit(node) and not (isinstance(node, Lit) and node in self.split):
+            units[node] = union(units.get(node, ()), follow)
+            return
+        if isinstance(node, Seq):
+            parts = self._seq_parts(node)
+            tails = [follow] * (len(parts) + 1)
+            for i in range(len(parts) - 1, -1, -1):
+                f = self.facts.first(parts[i])
+                tails[i] = union(f, tails[i + 1]) if self.nullable(parts[i]) else f
+            for i, p in enumerate(parts):
+                if p is node:  # a one-item run equal to the sequence itself
+                    self._collect_items(node, follow, units, todo)
+                    return
+                self._collect(p, tails[i + 1], units, todo)
+        elif isinstance(node, Alt):
+            for it in node.items:
+                self._collect(it, follow, units, todo)
+        elif isinstance(node, Rep):
+            f = union(follow, self.facts.first(node.item)) if node.hi is None or node.hi > 1 else follow
+            self._collect(node.item, f, units, todo)
+        elif isinstance(node, Ref):
+            todo.append(node.name)
+        elif isinstance(node, Lit):  # split literal: one unit per character
+            for i, c in enumerate(node.text):
+                nxt = node.text[i + 1] if i + 1 < len(node.text) else None
+                f = ((ord(nxt), ord(nxt)),) if nxt is not None else follow
+                if node.ignore_case and nxt is not None:
+                    f = self.facts.first(Lit(nxt, True))
+                units[Lit(c, node.ignore_case)] = union(units.get(Lit(c, node.ignore_case), ()), f)
+        else:
+            units[node] = union(units.get(node, ()), follow)
+
+    def _collect_items(self, node: Seq, follow: Ranges, units: dict[Node, Ranges], todo: list[str]) -> None:
+        items = node.items
+        tails = [follow] * (len(items) + 1)
+        for i in range(len(items) - 1, -1, -1):
+            f = self.facts.first(items[i])
+            tails[i] = union(f, tails[i + 1]) if self.nullable(items[i]) else f
+        for i, it in enumerate(items):
+            self._collect(it, tails[i + 1], units, todo)
+
+    def choose_units(self) -> None:
+        """Iterate the greedy-lexing test to a fixpoint (char mode)."""
+        autos: dict[Node, Automaton] = {}
+        rounds = 0
+        while True:
+            rounds += 1
+            self._unitable.clear()
+            units: dict[Node, Ranges] = {}
+            todo, done = [self.start], set()
+            while todo:
+                name = todo.pop()
+                if name in done:
+                    continue
+                done.add(name)
+                self._collect(self.rules[name], self.facts.follow_rule[name], units, todo)
+            cands = [(n, self.nonempty(n)) for n in units]
+            cands = [(n, ne) for n, ne in cands if ne is not None]
+            firsts = {n: self.facts.first(ne) for n, ne in cands}
+            for _, ne in cands:
+                if ne not in autos:
+                    autos[ne] = Automaton(ne, self.resolve)
+            to_split: set[Node] = set()
+            for t, tne in cands:
+                fol = units[t]
+                if not fol:
+                    continue
+                for u, une in cands:
+                    if u in to_split or not overlaps(firsts[t], firsts[u]):
+                        continue
+                    if swallows(autos[tne], fol, autos[une]):
+                        to_split.add(u)
+                        self.decisions.append(
+                            f"split {self._show(u)}: greedy lexing after "
+                            f"{self._show(t)} could swallow what follows"
+                        )
+            if not to_split:
+                break
+            for n in to_split:
+                inner = [r for r in refs(n) if r not in self.split]
+                if inner:
+                    self.split.update(inner)
+                elif isinstance(n, Cls) or (isinstance(n, Lit) and len(n.text) <= 1):
+                    raise AssertionError("a single character cannot swallow")  # pragma: no cover
+                else:
+                    self.split.add(n)
+        for n in units:
+            if self.nonempty(n) is not None:
+                self.decisions.append(f"terminal {self._show(n)}")
+
+    def _show(self, n: Node) -> str:
+        try:
+            s = to_regex(n, self.resolve)
+        except ValueError:
+            s = type(n).__name__
+        return "/" + (s if len(s) <= 60 else s[:57] + "...") + "/"
+
+    # -- emission -------------------------------------------------------------
+    def symbols(self, node: Node) -> list[Symbol]:
+        """The right-hand-side symbols for ``node`` inside a sequence."""
+        if self.mode == "char" and self.is_unit(node) and not (isinstance(node, Lit) and node in self.split):
+            name = node.name.upper() if isinstance(node, Ref) else None
+            return self.optional_terminal(node, name)
+        if isinstance(node, Seq):
+            out: list[Symbol] = []
+            parts = self._seq_parts(node) if self.mode == "char" else list(node.items)
+            if len(parts) == 1 and parts[0] is node:
+                parts = list(node.items)
+            for p in parts:
+                out += self.symbols(p)
+            return out
+        if isinstance(node, Lit):
+            if self.mode == "char":  # a split literal
+                return [self.terminal(Lit(c, node.ignore_case)) for c in node.text]
+            return [self.terminal(node)] if node.text else []
+        if isinstance(node, Cls | Rx | SetOp):
+            return self.optional_terminal(node)
+        if isinstance(node, Ref):
+            if node.name in self.term_defs:
+                return self.optional_terminal(node, node.name)
+            return [NT(node.name)]
+        if isinstance(node, Alt):
+            return [NT(self.aux(node))]
+        if isinstance(node, Rep):
+            return self.repeat(node)
+        raise TypeError(node)
+
+    def alternatives(self, node: Node) -> list[list[Symbol]]:
+        if isinstance(node, Alt) and not (self.mode == "char" and self.is_unit(node)):
+            return [self.symbols(it) for it in node.items]
+        return [self.symbols(node)]
+
+    def aux(self, node: Node) -> str:
+        name = self._aux.get(node)
+        if name is None:
+            name = self._aux[node] = self.fresh("group")
+            for alt_syms in self.alternatives(node):
+                self.grammar.add_rule(name, *alt_syms)
+        return name
+
+    def repeat(self, node: Rep) -> list[Symbol]:
+        if node.hi == 0:
+            return []
+        key = Rep(node.item, node.lo, node.hi)
+        if key in self._aux:
+            return [NT(self._aux[key])]
+        x = self.symbols(node.item)
+        if not x:
+            return []
+        lo, hi = node.lo, node.hi
+        if lo <= 1 and hi is None:  # R -> ε | R X   or   R -> X | R X
+            name = self._aux[key] = self.fresh("star" if lo == 0 else "plus")
+            self.grammar.add_rule(name, *([] if lo == 0 else x))
+            self.grammar.add_rule(name, NT(name), *x)
+            return [NT(name)]
+        if (lo, hi) == (0, 1):
+            name = self._aux[key] = self.fresh("opt")
+            self.grammar.add_rule(name)
+            self.grammar.add_rule(name, *x)
+            return [NT(name)]
+        body: list[Symbol] = x * lo
+        if hi is None:
+            body += self.repeat(Rep(node.item, 0, None))
+        else:
+            tail: list[Symbol] = []
+            for _ in range(hi - lo):  # O_k -> ε | X O_(k-1)
+                o = self.fresh("opt")
+                self.grammar.add_rule(o)
+                self.grammar.add_rule(o, *x, *tail)
+                tail = [NT(o)]
+            body += tail
+        name = self._aux[key] = self.fresh("rep")
+        self.grammar.add_rule(name, *body)
+        return [NT(name)]
+
+    def run(self, order: list[str] | None = None) -> Grammar:
+        if self.mode == "char":
+            self.choose_units()
+        for name in order or list(self.rules):
+            self._owner = name
+            body = self.rules[name]
+            if self.mode == "char" and self.is_unit(body):
+                self.grammar.add_rule(name, *self.optional_terminal(body, name.upper()))
+                continue
+            for syms in self.alternatives(body):
+                self.grammar.add_rule(name, *syms)
+        return self.grammar
+
+
+def lower(
+    rules: dict[str, Node],
+    start: str,
+    *,
+    mode: Mode,
+    terminals: dict[str, Node] | None = None,
+    text: str = "",
+    source: str = "",
+    on_decisions: Callable[[list[str]], None] | None = None,
+) -> Grammar:
+    """Lower ``rules`` (name → AST) into a Grammar (not yet simplified)."""
+    lw = Lowering(rules, start, mode=mode, terminals=terminals, text=text, source=source)
+    g = lw.run()
+    if on_decisions is not None:
+        on_decisions(lw.decisions)
+    g.lowering = lw.decisions
+    return g
+
+
+__all__ = ["EPS", "Lowering", "lower", "has_setop"]
