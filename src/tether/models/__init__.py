@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tether.errors import ModelError
 from tether.models.base import Costs, Model
@@ -73,12 +73,12 @@ def load_model(spec: Any = None, **options: Any) -> Model:
     if spec is None or (isinstance(spec, str) and spec.strip().lower() in EMBEDDED_NAMES):
         from tether.models.llama_cpp import LlamaCppModel
 
-        return LlamaCppModel(None, **options)
+        return cast(Model, LlamaCppModel(None, **options))
     text = str(spec).strip()
     if text.startswith("llama.cpp:") or text.lower().endswith(".gguf"):
         from tether.models.llama_cpp import LlamaCppModel
 
-        return LlamaCppModel(text.removeprefix("llama.cpp:"), **options)
+        return cast(Model, LlamaCppModel(text.removeprefix("llama.cpp:"), **options))
     if text.startswith(("http://", "https://")):
         return _load_backend("openai", text, options)
     if text.startswith(("transformers:", "hf:")):

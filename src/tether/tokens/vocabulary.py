@@ -214,7 +214,8 @@ class Vocabulary:
             if kind == 1:  # NORMAL
                 tokens.append(decode_normal(raw))
             elif kind == 6:  # BYTE: <0xNN>
-                tokens.append(_byte_token(raw) if model != "gpt2" else decode_normal(raw))
+                b = _byte_token(raw) if model != "gpt2" else None
+                tokens.append(b if b is not None else decode_normal(raw))
             elif kind == 4:  # USER_DEFINED: the text as is
                 tokens.append(raw)
             else:  # CONTROL, UNKNOWN, UNUSED
@@ -376,8 +377,8 @@ class Vocabulary:
                 if not line.strip():
                     continue
                 try:
-                    tok, rank = line.split()
-                    ranks[base64.b64decode(tok)] = int(rank)
+                    b64, rank_text = line.split()
+                    ranks[base64.b64decode(b64)] = int(rank_text)
                 except ValueError:
                     raise VocabularyError(
                         f"{path}:{lineno}: expected '<base64 token> <rank>', got {line[:60]!r}"
