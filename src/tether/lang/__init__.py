@@ -1,1 +1,39 @@
-"""tether.lang layer (see docs/architecture.md)."""
+"""tether.lang: the LMQL-style query language (LMQL paper, seed 000).
+
+Code map, in reading order:
+
+* ``syntax.py`` — query text → ``QueryAst`` (decoder / body / from / where / distribute
+  clauses; prompt strings with holes, interpolations, role tags, escapes);
+* ``compiler.py`` — query body → Python generator function yielding prompt events;
+* ``semantics.py`` — value / Final / Follow semantics of constraints (Tables 1, 2);
+* ``prefix_regex.py`` — regex prefix viability (Follow of ``REGEX`` and typed holes);
+* ``holes.py`` — decoding one hole: lazy Follow masking, exact prefilters, stop phrases;
+* ``runtime.py`` — branches, argmax / sample(n) / scripted beam(n), ``distribute``, costs;
+* ``query.py`` — ``Query``, ``@query``, ``load_query``, ``run_query``;
+* ``result.py`` — ``QueryResult`` (trace, variables, holes, n results).
+"""
+
+from __future__ import annotations
+
+from tether.lang.query import Query, load_query, query, run_query
+from tether.lang.result import HoleRecord, QueryResult, Segment
+from tether.lang.runtime import NestedCall, Variable, post, pre
+from tether.lang.syntax import DecoderSpec, QueryAst, parse_query, parse_template
+
+__all__ = [
+    "DecoderSpec",
+    "HoleRecord",
+    "NestedCall",
+    "Query",
+    "QueryAst",
+    "QueryResult",
+    "Segment",
+    "Variable",
+    "load_query",
+    "parse_query",
+    "parse_template",
+    "post",
+    "pre",
+    "query",
+    "run_query",
+]

@@ -1,0 +1,376 @@
+"""Decode one hole under its constraint: Final-semantics checks and Follow masking per token.
+
+``HoleDecoder`` holds one hole's decoding state for one branch. Per step the runtime asks
+for candidates in the model's order of preference; each candidate token ``t`` is checked
+with Follow (``semantics.follow``): the token is masked exactly when the constraint would
+evaluate to ``fin(False)`` with the value extended by ``t`` (sound, Theorem 5.1). This is
+lazy masking: tokens are checked in order of probability until the decoder has what it
+needs (one token for argmax, a sample for sampling — rejection sampling from the masked
+distribution is the same distribution — n tokens per beam), so a step costs a handful of
+checks instead of one per vocabulary entry.
+
+Exact parts of a constraint narrow the candidates up front, without per-token checks:
+``V in [...]``/``V == s`` (tokens that are prefixes of a remaining choice, found by
+dictionary lookups), ``INT`` (digit tokens), ``len(TOKENS(V)) < n`` (a token budget),
+``len(V) < n`` (token character lengths). Stop phrases (``STOPS_AT``/``STOPS_BEFORE``)
+end the hole at the first occurrence, cutting a token that overshoots (the cut value is
+what the constraint sees, so a gated stop like ``len(TOKENS(S)) > 15 and STOPS_AT(S,
+".")`` does not fire early).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tether.lang.semantics import HoleState, Plan, evaluate, plan
+
+END = -1  # the "end of hole" candidate (EOS, or the model choosing the text after the hole)
+
+
+class VocabInfo:
+    """Per-model tables the hole decoder needs, built once per model (cached on it)."""
+
+    def __init__(self, model: Any) -> None:
+        vocab = model.vocabulary
+        toks: list[bytes] = list(vocab.tokens)
+        self.token_bytes = toks
+        self.eos = frozenset(int(e) for e in model.eos_ids)
+        n = len(toks)
+        self.size = n
+        special = frozenset(getattr(vocab, "special_ids", frozenset()))
+        self.skip = np.zeros(n, dtype=bool)  # never candidates (no bytes, not EOS)
+        for i, b in enumerate(toks):
+            if (not b or i in special) and i not in self.eos:
+                self.skip[i] = True
+        self.by_bytes: dict[bytes, list[int]] = {}
+        for i, b in enumerate(toks):
+            if b and not self.skip[i]:
+                self.by_bytes.setdefault(b, []).append(i)
+        self._digits: np.ndarray | None = None
+        self._charlen: np.ndarray | None = None
+
+    @staticmethod
+    def of(model: Any) -> VocabInfo:
+        info = getattr(model, "_tether_lang_vocab", None)
+        if info is None:
+            info = VocabInfo(model)
+            try:
+                model._tether_lang_vocab = info
+            except AttributeError:
+                pass
+        return info
+
+    @property
+    def digit_ids(self) -> np.ndarray:
+        if self._digits is None:
+            pat = re.compile(rb" ?[0-9]+")
+            self._digits = np.array([i for i, b in enumerate(self.token_bytes) if b and pat.fullmatch(b)], dtype=np.int64)
+        return self._digits
+
+    @property
+    def char_len(self) -> np.ndarray:
+        if self._charlen is None:
+            self._charlen = np.array([len(b.decode("utf-8", "ignore")) if b else 0 for b in self.token_bytes], dtype=np.int32)
+        return self._charlen
+
+
+@dataclass
+class Step:
+    """An accepted candidate: token (or END), its log-probability and where it leads."""
+
+    token: int
+    logprob: float
+    ends: bool
+    value: str | None  # final value when ``ends``
+    reason: str = ""  # why the hole ends: "eos", "stop", "budget"
+
+
+def _decode(raw: bytes) -> str:
+    """Text of ``raw`` without an incomplete UTF-8 character at its end."""
+    return raw.decode("utf-8", "ignore")
+
+
+def _decode_strict(raw: bytes) -> str | None:
+    """Like ``_decode`` but None when ``raw`` holds invalid UTF-8 (not just an incomplete
+    last character): such a value can never become text."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data" and len(raw) - exc.start < 4:
+            return raw[: exc.start].decode("utf-8", "ignore")
+        return None
+
+
+class HoleDecoder:
+    """Decoding state of one hole in one branch (cheap to copy for beams)."""
+
+    def __init__(self, model: Any, info: VocabInfo, prompt_tokens: list[int], name: str,
+                 constraint: ast.expr | None, scope: dict[str, Any], future: frozenset[str],
+                 post_text: str = "", max_tokens: int = 128) -> None:
+        self.model, self.info = model, info
+        self.prompt_tokens = prompt_tokens
+        self.name = name
+        self.constraint = constraint
+        self.post_text = post_text
+        self.tokens: list[int] = []
+        self.raw = b""
+        self.state = HoleState(name, "", False, 0, scope, future - {name},
+                               lambda s: model.tokenize(s, add_bos=False))
+        self.plan: Plan = plan(constraint, self.state)
+        self.max_tokens = max_tokens if self.plan.max_tokens is None else min(max_tokens, self.plan.max_tokens)
+        self.logprob = 0.0
+        self.done = False
+        self.value: str | None = None
+        self.checks = 0
+
+    def copy(self) -> HoleDecoder:
+        c = object.__new__(HoleDecoder)
+        c.__dict__.update(self.__dict__)
+        c.tokens = list(self.tokens)
+        return c
+
+    @property
+    def text(self) -> str:
+        return _decode(self.raw)
+
+    # -- checks -------------------------------------------------------------------------
+
+    def _ok(self, text: str, n_tokens: int, final: bool) -> bool:
+        if self.constraint is None:
+            return True
+        self.checks += 1
+        return not evaluate(self.constraint, self.state.extended(text, n_tokens, final)).fin_false
+
+    def _tail_viable(self, text: str, raw: bytes) -> bool:
+        """An incomplete last character under a regex: viable if the regex can take a
+        character of that UTF-8 length next (checked on a representative character)."""
+        from tether.lang.prefix_regex import compile_prefix  # noqa: PLC0415
+
+        lead = raw[len(text.encode())]
+        rep = "\u00e9" if lead < 0xE0 else ("\u4e00" if lead < 0xF0 else "\U0001f600")
+        return all(compile_prefix(p).viable(text + rep) for p in self.plan.regexes)
+
+    def end_allowed(self) -> bool:
+        return self._ok(self.text, len(self.tokens), True)
+
+    def check(self, token: int) -> Step | None:
+        """Follow for a non-END token: None if masked, else the step it makes."""
+        info = self.info
+        if token in info.eos:
+            return Step(END, 0.0, True, self.text, "eos") if self.end_allowed() else None
+        if token < 0 or token >= info.size or info.skip[token]:
+            return None
+        n = len(self.tokens) + 1
+        if n > self.max_tokens:
+            return None
+        old = self.text
+        raw = self.raw + info.token_bytes[token]
+        new = _decode_strict(raw)
+        if new is None:
+            return None
+        if self.plan.regexes and len(new.encode()) < len(raw) and not self._tail_viable(new, raw):
+            return None
+        # stop phrases: the first new occurrence ends the hole if the constraint allows it
+        cut_at, cut = None, None
+        for phrase, keep in self.plan.stops:
+            i = new.find(phrase, max(0, len(old) - len(phrase) + 1))
+            if i >= 0 and (cut_at is None or i < cut_at):
+                cut_at, cut = i, new[: i + len(phrase)] if keep else new[:i]
+        if cut is not None and self._ok(cut, n, True):
+            return Step(token, 0.0, True, cut, "stop")
+        if n == self.max_tokens:  # the last token the budget allows: the value is final
+            return Step(token, 0.0, True, new, "budget") if self._ok(new, n, True) else None
+        if not self._ok(new, n, False):
+            return None
+        return Step(token, 0.0, False, None)
+
+    def ends_by_post_text(self, token: int) -> bool:
+        """The model chose a (masked) token that starts the text after the hole: end here."""
+        if not self.post_text or token in self.info.eos or token >= self.info.size:
+            return False
+        b = self.info.token_bytes[token]
+        return bool(b) and b.decode("utf-8", "ignore")[:1] == self.post_text[:1]
+
+    # -- candidates ---------------------------------------------------------------------
+
+    def prefilter(self) -> np.ndarray | None:
+        """Token ids the exact parts of the constraint allow next (None: no narrowing).
+        Always includes the EOS ids; the END decision is checked separately."""
+        info, p = self.info, self.plan
+        sets: list[np.ndarray] = []
+        if len(self.tokens) >= self.max_tokens:
+            return np.array(sorted(info.eos), dtype=np.int64)
+        if p.choices is not None:
+            ids: set[int] = set()
+            for c in p.choices:
+                cb = c.encode()
+                if cb.startswith(self.raw):
+                    rest = cb[len(self.raw):]
+                    for k in range(1, len(rest) + 1):
+                        ids.update(info.by_bytes.get(rest[:k], ()))
+            sets.append(np.array(sorted(ids), dtype=np.int64))
+        if p.is_int:
+            d = info.digit_ids
+            if self.raw:  # only the first token may carry the leading space
+                d = d[[not info.token_bytes[i].startswith(b" ") for i in d]] if len(d) else d
+            sets.append(d)
+        if p.max_chars is not None:
+            room = p.max_chars - len(self.text)
+            if room < 8:
+                sets.append(np.nonzero((info.char_len <= room) & (info.char_len > 0))[0].astype(np.int64))
+        if not sets:
+            return None
+        out = sets[0]
+        for s in sets[1:]:
+            out = np.intersect1d(out, s)
+        return np.union1d(out, np.array(sorted(info.eos), dtype=np.int64))
+
+    def ordered(self, logits: np.ndarray, allowed: np.ndarray | None) -> Iterator[int]:
+        """Candidate ids, most likely first (lazy: partial sorts, growing)."""
+        n = self.info.size
+        if allowed is not None:
+            if len(allowed) == 0:
+                return
+            vals = logits[allowed]
+            for j in np.argsort(-vals, kind="stable"):
+                yield int(allowed[j])
+            return
+        row = logits[:n]
+        seen = 0
+        for k in (32, 512, 8192, n):
+            k = min(k, n)
+            if k == n:
+                idx = np.argsort(-row, kind="stable")
+            else:
+                part = np.argpartition(-row, k - 1)[:k]
+                idx = part[np.argsort(-row[part], kind="stable")]
+            for t in idx[seen:]:
+                if not self.info.skip[t]:
+                    yield int(t)
+            seen = k
+            if k == n:
+                return
+
+    def context(self) -> list[int]:
+        return self.prompt_tokens + self.tokens
+
+    def accept(self, step: Step) -> None:
+        self.logprob += step.logprob
+        if step.token != END:
+            self.tokens.append(step.token)
+            self.raw += self.info.token_bytes[step.token]
+        if step.ends:
+            self.done = True
+            self.value = step.value if step.value is not None else self.text
+        self.state = self.state.extended(self.text, len(self.tokens), False)
+
+    def finish_forced(self) -> None:
+        """No token is allowed (or the budget ran out): end with the value so far."""
+        self.done = True
+        self.value = self.text
+
+
+def log_softmax(logits: np.ndarray, n: int, temperature: float = 1.0) -> np.ndarray:
+    row = logits[:n].astype(np.float64) / max(temperature, 1e-6)
+    m = row.max()
+    return row - (m + math.log(np.exp(row - m).sum()))
+
+
+def best_steps(dec: HoleDecoder, logits: np.ndarray, k: int, limit: int = 20000) -> list[Step]:
+    """The ``k`` most likely allowed steps (END included), by raw model log-probability."""
+    lp = log_softmax(logits, dec.info.size)
+    out: list[Step] = []
+    end_ok: bool | None = None
+    allowed = dec.prefilter()
+    if allowed is not None and dec.post_text:
+        top = int(np.argmax(logits[: dec.info.size]))
+        if dec.ends_by_post_text(top):
+            allowed = np.union1d(allowed, [top])
+    looked = 0
+    for t in dec.ordered(logits, allowed):
+        looked += 1
+        if t in dec.info.eos:
+            if end_ok is None:
+                end_ok = dec.end_allowed()
+            if end_ok and not any(s.token == END for s in out):
+                out.append(Step(END, float(lp[t]), True, dec.text, "eos"))
+        else:
+            s = dec.check(t)
+            if s is not None:
+                s.logprob = float(lp[t])
+                out.append(s)
+            elif dec.ends_by_post_text(t) and not any(s.token == END for s in out):
+                if end_ok is None:
+                    end_ok = dec.end_allowed()
+                if end_ok:
+                    out.append(Step(END, float(lp[t]), True, dec.text, "eos"))
+        if len(out) >= k or looked >= limit:
+            break
+    return out
+
+
+def sample_step(dec: HoleDecoder, logits: np.ndarray, rng: np.random.Generator,
+                temperature: float = 1.0, limit: int = 5000) -> Step | None:
+    """Sample from the masked distribution by rejection (equal in distribution)."""
+    n = dec.info.size
+    allowed = dec.prefilter()
+    lp = log_softmax(logits, n, temperature)
+    if allowed is not None:
+        ids = allowed
+        if dec.post_text:
+            top = int(np.argmax(logits[:n]))
+            if dec.ends_by_post_text(top):
+                ids = np.union1d(allowed, [top])
+    else:
+        ids = np.nonzero(~dec.info.skip)[0]
+    p = np.exp(lp[ids] - lp[ids].max())
+    p /= p.sum()
+    base_lp = log_softmax(logits, n)
+    end_ok: bool | None = None
+    for _ in range(limit):
+        if p.sum() <= 0:
+            return None
+        j = int(rng.choice(len(ids), p=p / p.sum()))
+        t = int(ids[j])
+        if t in dec.info.eos:
+            if end_ok is None:
+                end_ok = dec.end_allowed()
+            if end_ok:
+                return Step(END, float(base_lp[t]), True, dec.text, "eos")
+        else:
+            s = dec.check(t)
+            if s is not None:
+                s.logprob = float(base_lp[t])
+                return s
+            if dec.ends_by_post_text(t):
+                if end_ok is None:
+                    end_ok = dec.end_allowed()
+                if end_ok:
+                    return Step(END, float(base_lp[t]), True, dec.text, "eos")
+        p[j] = 0.0
+    steps = best_steps(dec, logits, 1)
+    return steps[0] if steps else None
+
+
+def argmax_step(dec: HoleDecoder, logits: np.ndarray) -> Step | None:
+    steps = best_steps(dec, logits, 1)
+    return steps[0] if steps else None
+
+
+def score_text(model: Any, prompt_tokens: Sequence[int], cont_tokens: Sequence[int]) -> float:
+    """Sum of log-probabilities of ``cont_tokens`` after ``prompt_tokens``."""
+    info = VocabInfo.of(model)
+    total = 0.0
+    ctx = list(prompt_tokens)
+    for t in cont_tokens:
+        lg = np.asarray(model.logits(ctx))
+        total += float(log_softmax(lg, info.size)[t])
+        ctx.append(int(t))
+    return total

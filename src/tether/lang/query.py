@@ -1,0 +1,225 @@
+"""Queries as Python objects: ``load_query(text)``, ``run_query(text)`` and ``@query``.
+
+``@query`` turns a Python function into a query. Its body is the query when it holds
+prompt statements; a function whose body is only a docstring uses the docstring as the
+query text (LMQL's ``'''lmql ...'''`` form, which also allows inline ``where``)::
+
+    @query
+    def pick(options: list):
+        '''lmql
+        "Pick one of {options}: [CHOICE]" where CHOICE in options
+        return CHOICE
+        '''
+
+Called outside a running query, a query runs (on the model given to ``query``/``run``,
+else the one its ``from`` clause names, else the embedded model) and returns a
+``QueryResult``. Called inside a running query it returns a ``NestedCall``, which a
+hole uses as its type (``[PLANET: pick(["Mercury", "Venus"])]``): the nested query runs
+in the same trace; its return value (or, without ``return``, its text) fills the hole.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+import textwrap
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tether.errors import ModelError
+from tether.lang.runtime import ACTIVE, NestedCall, Program, Runtime, post, pre
+from tether.lang.syntax import DecoderSpec, QueryAst, parse_body, parse_decoder, parse_query
+
+__all__ = ["Query", "load_query", "query", "run_query"]
+
+
+def compat_namespace() -> types.SimpleNamespace:
+    """The ``lmql``/``tether`` names visible inside query programs."""
+    return types.SimpleNamespace(
+        query=query,
+        decorators=types.SimpleNamespace(pre=pre, post=post),
+        pre=pre,
+        post=post,
+    )
+
+
+def _decoder(spec: DecoderSpec | str | None, extra: dict[str, Any]) -> DecoderSpec | None:
+    if spec is None and not extra:
+        return None
+    if spec is None:
+        d = DecoderSpec("argmax", {})
+    elif isinstance(spec, str):
+        d = parse_decoder(spec)
+    else:
+        d = DecoderSpec(spec.method, dict(spec.args))
+    d.args.update(extra)
+    return d
+
+
+def resolve_model(spec: Any, fallback_from: str | None = None, *, warn: Callable[[str], None] | None = None) -> Any:
+    """A model object from a model, a spec string, or the ``from`` clause.
+
+    A ``from`` clause naming a model tether cannot load (``"local:gpt2"`` in examples)
+    falls back to the embedded model, with a warning; an explicit spec never falls back.
+    """
+    from tether.models import load_model  # noqa: PLC0415 (heavy backends load lazily)
+
+    if spec is not None and not isinstance(spec, str):
+        return spec
+    if spec is not None:
+        return load_model(spec)
+    if fallback_from is not None:
+        try:
+            return load_model(fallback_from)
+        except ModelError as exc:
+            (warn or (lambda m: print(m, file=sys.stderr)))(
+                f"note: from {fallback_from!r}: {exc.args[0].splitlines()[0]}; using the embedded model")
+    return load_model("embedded")
+
+
+class Query:
+    """A compiled query: call it (or ``run``) with the query's arguments."""
+
+    def __init__(self, qast: QueryAst, *, name: str = "query", params: list[str] | None = None,
+                 defaults: dict[str, Any] | None = None, env: dict[str, Any] | None = None,
+                 model: Any = None, decoder: DecoderSpec | str | None = None, **decoder_args: Any) -> None:
+        self.qast = qast
+        self.name = name
+        self.params = list(params or [])
+        self.defaults = dict(defaults or {})
+        self.model = model
+        self.decoder = _decoder(decoder, decoder_args) or qast.decoder
+        self.program = Program(qast, self.params, env, name)
+
+    def bind_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if len(args) > len(self.params):
+            raise TypeError(f"query {self.name} takes {len(self.params)} arguments, got {len(args)}")
+        out = dict(self.defaults)
+        out.update(zip(self.params, args, strict=False))
+        for k, v in kwargs.items():
+            if k not in self.params:
+                raise TypeError(f"query {self.name} has no parameter {k!r} (parameters: {self.params})")
+            out[k] = v
+        missing = [p for p in self.params if p not in out]
+        if missing:
+            raise TypeError(f"query {self.name} is missing arguments: {', '.join(missing)}")
+        return out
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if ACTIVE.get() is not None:
+            return NestedCall(self, args, kwargs)
+        return self.run(*args, **kwargs)
+
+    def run(self, *args: Any, model: Any = None, decoder: DecoderSpec | str | None = None,
+            input_fn: Callable[[str], str] | None = None, max_tokens: int | None = None,
+            seed: int | None = None, chat_roles: dict[str, str] | None = None, **kwargs: Any) -> Any:
+        """Run the query; returns a ``QueryResult`` (``.results`` holds all n branches).
+
+        ``decoder`` overrides the query's decoder clause (e.g. ``"beam(n=2)"``);
+        ``input_fn`` answers ``await input()`` (default: the built-in ``input``).
+        """
+        active = ACTIVE.get()
+        m = model or self.model or (active.model if active is not None else None)
+        m = resolve_model(m, self.qast.model)
+        dec = _decoder(decoder, {}) or self.decoder or DecoderSpec("argmax", {})
+        rt = Runtime(m, dec, input_fn=input_fn, max_tokens=max_tokens, seed=seed, chat_roles=chat_roles)
+        bound = self.bind_args(args, kwargs)
+        token = ACTIVE.set(None)
+        try:
+            return rt.run(self.program, bound)
+        finally:
+            ACTIVE.reset(token)
+
+    def __repr__(self) -> str:
+        return f"<tether query {self.name}({', '.join(self.params)})>"
+
+
+def load_query(source: str | Path, *, filename: str | None = None, params: list[str] | None = None,
+               env: dict[str, Any] | None = None, **options: Any) -> Query:
+    """Parse and compile a query program from text or a ``.lmql`` file path.
+
+    Free names that the body reads but never assigns are not parameters unless listed in
+    ``params`` (they may also be supplied through ``env``).
+    """
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".lmql")
+                                   and Path(source).exists()):
+        path = Path(source)
+        text = path.read_text(encoding="utf-8")
+        filename = filename or str(path)
+    else:
+        text = str(source)
+    qast = parse_query(text, filename or "<query>")
+    return Query(qast, name=Path(filename).stem if filename else "query", params=params, env=env, **options)
+
+
+def run_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) -> Any:
+    """``load_query(source).run(*args, model=model, **kwargs)``; free variables of the body
+    can be passed as keyword arguments (they become parameters)."""
+    run_opts = {k: kwargs.pop(k) for k in ("decoder", "input_fn", "max_tokens", "seed", "chat_roles") if k in kwargs}
+    q = load_query(source, params=list(kwargs))
+    return q.run(*args, model=model, **run_opts, **kwargs)
+
+
+def _function_query_text(fn: Callable[..., Any]) -> tuple[str, str]:
+    """(query text, filename) of a decorated function: docstring-only body → docstring."""
+    doc = fn.__doc__
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        src = None
+    filename = getattr(fn.__code__, "co_filename", "<query>")
+    body_is_doc = True
+    if src is not None:
+        mod = ast.parse(src)
+        fdef = next(n for n in ast.walk(mod) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+        stmts = fdef.body
+        body_is_doc = len(stmts) == 1 and isinstance(stmts[0], ast.Expr) and isinstance(getattr(stmts[0], "value", None), ast.Constant)
+        if not body_is_doc:
+            lines = src.splitlines(keepends=True)
+            first = stmts[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and len(stmts) > 1 and doc:
+                # a leading docstring documents the query; it is not a prompt
+                first = stmts[1]
+            return textwrap.dedent("".join(lines[first.lineno - 1 :])), filename
+        # the docstring as written (escapes like \n stay escapes inside query strings)
+        seg = ast.get_source_segment(src, stmts[0].value)  # type: ignore[attr-defined]
+        if seg:
+            raw = seg.lstrip("rRuUbB")
+            q = raw[:3] if raw[:3] in ('"""', "'''") else raw[:1]
+            doc = raw[len(q) : len(raw) - len(q)]
+    if doc is None:
+        raise TypeError(f"@query function {fn.__name__} has neither a query body nor a query docstring")
+    lines = doc.split("\n")
+    if lines and lines[0].strip().lower() in ("lmql", "tether", "query"):
+        lines = lines[1:]
+    return textwrap.dedent("\n".join(lines)).strip("\n") + "\n", filename
+
+
+def query(fn: Callable[..., Any] | str | None = None, /, *, model: Any = None,
+          decoder: DecoderSpec | str | None = None, **decoder_args: Any) -> Any:
+    """Decorator (or function) making a query from a Python function or query text.
+
+    ``@query``, ``@query(model="embedded", decoder="beam(n=2)")`` or ``query("...text...")``.
+    """
+    if fn is None:
+        return lambda f: query(f, model=model, decoder=decoder, **decoder_args)
+    if isinstance(fn, str):
+        return load_query(fn, model=model, decoder=decoder, **decoder_args)
+    text, filename = _function_query_text(fn)
+    sig = inspect.signature(fn)
+    params = list(sig.parameters)
+    defaults = {k: p.default for k, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
+    qast = parse_query(text, filename)
+    if qast.decoder is None and qast.model is None and qast.where is None and qast.distribute is None:
+        qast.body = parse_body(text, filename=filename)
+    env = dict(fn.__globals__)
+    if fn.__closure__:
+        env.update({k: c.cell_contents for k, c in zip(fn.__code__.co_freevars, fn.__closure__, strict=True)})
+    q = Query(qast, name=fn.__name__, params=params, defaults=defaults, env=env, model=model,
+              decoder=decoder, **decoder_args)
+    q.__doc__ = fn.__doc__
+    q.__wrapped__ = fn  # type: ignore[attr-defined]
+    return q

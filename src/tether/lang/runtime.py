@@ -1,0 +1,584 @@
+"""Run compiled queries: the interaction trace, holes, branches and scripted beam search.
+
+A branch (``Execution``) drives one instance of the query's generator: text events extend
+the trace, hole events pause it until the runtime decodes the hole (``holes.py``). All
+that a branch's future depends on is the list of answers it was given (hole values, user
+input), so a branch is *re-played* from that list to fork it — the paper's assumption
+that program code is pure and deterministic.
+
+* ``argmax``/``sample(n)``: each of the n branches runs the program with its own
+  decoding (different control flow per branch);
+* ``beam(n)``: scripted beam search — beams advance token by token in lockstep, across
+  holes and the Python code between them; at each step the candidates of all beams are
+  pruned jointly to the n most likely; a candidate that completes a hole forks its beam
+  (re-played) and runs the program on to its next hole.
+
+Costs follow the paper (Tables 3–4): the backend counts model calls (forward passes);
+this runtime counts one generate call per decoded hole (or per scored ``distribute``
+value), billable prompt tokens at its start and the tokens it generated.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextvars
+import dataclasses
+import functools
+import inspect
+import json
+import math
+import types
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tether.lang.compiler import HOLE_FN, STR_FN, CompiledBody, compile_body
+from tether.lang.holes import (
+    HoleDecoder,
+    VocabInfo,
+    argmax_step,
+    best_steps,
+    sample_step,
+    score_text,
+)
+from tether.lang.result import HoleRecord, QueryResult, Segment
+from tether.lang.semantics import conjuncts, evaluate, mentions
+from tether.lang.syntax import DecoderSpec, QueryAst
+
+ACTIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("tether_lang_active", default=None)
+
+DEFAULT_MAX_TOKENS = 128
+
+
+@dataclass
+class Variable:
+    """What a ``pre`` decorator receives: the hole about to be decoded."""
+
+    name: str
+    scope: dict[str, Any]
+
+
+def pre(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` as a *pre* variable decorator: called with a ``Variable`` before the
+    hole is decoded; returning anything but that variable supplies the hole's value."""
+    fn.__tether_pre__ = True  # type: ignore[attr-defined]
+    return fn
+
+
+def post(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` as a *post* decorator (the default): rewrites the decoded value."""
+    return fn
+
+
+@dataclass
+class HoleRequest:
+    """A hole the program waits on: name, constraint, conversion of the decoded text."""
+
+    name: str
+    constraint: ast.expr | None
+    scope: dict[str, Any]
+    future: frozenset[str]
+    post_text: str
+    query: str
+    convert: Callable[[str], Any]
+    support: list[Any] | None = None
+
+
+@dataclass
+class NestedCall:
+    """A query called inside a running query: used as a hole type or awaited."""
+
+    query: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    def generator(self) -> Generator[Any, Any, Any]:
+        return self.query.program.generator(self.query.bind_args(self.args, self.kwargs))
+
+
+# ---------------------------------------------------------------------------------------
+# typed holes
+
+
+def _dataclass_regex(tp: type, depth: int = 0) -> str:
+    ws = " ?"
+    fields = []
+    for f in dataclasses.fields(tp):
+        fields.append(f'"{f.name}"' + ws + ":" + ws + _type_regex(f.type, depth + 1))
+    return r"\{" + ws + ("," + ws).join(fields) + ws + r"\}"
+
+
+_STR_RE = r'"(?:[^"\\\n]|\\.)*"'
+
+
+def _type_regex(tp: Any, depth: int) -> str:
+    if isinstance(tp, str):
+        tp = {"str": str, "int": int, "float": float, "bool": bool}.get(tp, str)
+    if tp is int:
+        return r"-?[0-9]+"
+    if tp is float:
+        return r"-?[0-9]+(?:\.[0-9]+)?"
+    if tp is bool:
+        return r"(?:true|false)"
+    if dataclasses.is_dataclass(tp) and depth < 4:
+        return _dataclass_regex(tp, depth)  # type: ignore[arg-type]
+    return _STR_RE
+
+
+def _int_value(text: str) -> Any:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return text
+
+
+def _typed(name: str, tp: Any) -> tuple[list[ast.expr], Callable[[str], Any]]:
+    """Constraint conjuncts and value conversion for a hole type."""
+    var = ast.Name(name, ast.Load())
+    if tp is None or tp is str:
+        return [], lambda s: s
+    if tp is int:
+        return [ast.Call(ast.Name("INT", ast.Load()), [var], [])], _int_value
+    if tp is float:
+        pat = r" ?-?[0-9]+(?:\.[0-9]+)?"
+        return [ast.Call(ast.Name("REGEX", ast.Load()), [var, ast.Constant(pat)], [])], lambda s: float(s)
+    if isinstance(tp, str):  # [X: r"regex"]
+        return [ast.Call(ast.Name("REGEX", ast.Load()), [var, ast.Constant(tp)], [])], lambda s: s
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        pat = _dataclass_regex(tp)
+
+        def conv(s: str, tp: type = tp) -> Any:
+            try:
+                return tp(**json.loads(s))
+            except Exception:
+                return s
+
+        return [ast.Call(ast.Name("REGEX", ast.Load()), [var, ast.Constant(pat)], [])], conv
+    raise TypeError(f"hole [{name}: {tp!r}]: unsupported hole type (use int, float, str, "
+                    "a regex string, a dataclass or a query)")
+
+
+def _type_in_constraint(c: ast.expr, name: str, scope: dict[str, Any], env: dict[str, Any]) -> Any:
+    """``type(V) is T`` / ``type(V) == T`` → T, else None."""
+    if (isinstance(c, ast.Compare) and len(c.ops) == 1 and isinstance(c.ops[0], ast.Is | ast.Eq)
+            and isinstance(c.left, ast.Call) and isinstance(c.left.func, ast.Name) and c.left.func.id == "type"
+            and len(c.left.args) == 1 and isinstance(c.left.args[0], ast.Name) and c.left.args[0].id == name):
+        try:
+            return eval(compile(ast.Expression(c.comparators[0]), "<where>", "eval"), env, scope)  # noqa: S307
+        except Exception:
+            return None
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# programs
+
+
+def _fmt(v: Any) -> str:
+    return v if isinstance(v, str) else str(v)
+
+
+class Program:
+    """A compiled query body with its clauses (where, distribute) and globals."""
+
+    def __init__(self, qast: QueryAst, params: list[str], env: dict[str, Any] | None = None,
+                 name: str = "query") -> None:
+        self.qast = qast
+        self.name = name
+        self.params = params
+        self.body: CompiledBody = compile_body(qast.body, params, filename=qast.filename)
+        self.where = qast.where
+        self.distribute = qast.distribute
+        self.base_env = env or {}
+
+    def generator(self, args: dict[str, Any]) -> Generator[Any, Any, Any]:
+        from tether.lang.query import compat_namespace  # noqa: PLC0415 (cycle)
+
+        env: dict[str, Any] = {"__builtins__": builtins, "__name__": f"tether.query.{self.name}"}
+        ns = compat_namespace()
+        env.update({"lmql": ns, "tether": ns})
+        env.update(self.base_env)
+        env[HOLE_FN] = functools.partial(self._hole, env)
+        env[STR_FN] = _fmt
+        if self.qast.prelude.strip():
+            exec(compile(self.qast.prelude, self.qast.filename, "exec", dont_inherit=True), env)  # noqa: S102
+        exec(self.body.code, env)  # noqa: S102
+        return env["__tether_query__"](**args)  # type: ignore[no-any-return]
+
+    def request(self, env: dict[str, Any], name: str, tp: Any, stmt_id: int, post_text: str,
+                scope: dict[str, Any]) -> HoleRequest:
+        cs = [c for c in conjuncts(self.where) if mentions(c, name)]
+        inline = self.body.inline_where.get(stmt_id)
+        cs += [c for c in conjuncts(inline) if mentions(c, name)]
+        keep = []
+        for c in cs:
+            t = _type_in_constraint(c, name, scope, env)
+            if t is not None:
+                tp = t if tp is None else tp
+            else:
+                keep.append(c)
+        extra, convert = _typed(name, tp)
+        keep += extra
+        constraint: ast.expr | None
+        if not keep:
+            constraint = None
+        elif len(keep) == 1:
+            constraint = keep[0]
+        else:
+            constraint = ast.BoolOp(ast.And(), keep)
+        support = None
+        if self.distribute is not None and self.distribute[0] == name:
+            support = list(eval(compile(ast.Expression(self.distribute[1]), "<distribute>", "eval"), env, scope))  # noqa: S307
+        sc = {k: v for k, v in scope.items() if not k.startswith("__tether")}
+        return HoleRequest(name, constraint, sc, self.body.hole_names, post_text, self.name, convert, support)
+
+    def _hole(self, env: dict[str, Any], name: str, tp: Any, decorators: tuple[Any, ...], stmt_id: int, post_text: str,
+              scope: dict[str, Any]) -> Generator[Any, Any, Any]:
+        pres = [d for d in decorators if getattr(d, "__tether_pre__", False)]
+        posts = [d for d in decorators if not getattr(d, "__tether_pre__", False)]
+        value: Any = None
+        supplied = False
+        for d in pres:
+            r = d(Variable(name, scope))
+            if not isinstance(r, Variable):
+                value = yield ("supplied", name, r, self.name)
+                supplied = True
+                break
+        if not supplied:
+            from tether.lang.query import Query  # noqa: PLC0415 (cycle)
+
+            if isinstance(tp, Query):
+                tp = NestedCall(tp, (), {})
+            if isinstance(tp, NestedCall):
+                yield ("nested_begin", name)
+                ret = yield from tp.generator()
+                value = yield ("nested_end", name, ret, tp.query.name)
+            else:
+                value = yield ("hole", self.request(env, name, tp, stmt_id, post_text, scope))
+        for d in posts:
+            value = d(value)
+        if posts:
+            yield ("rewrite", name, value)
+        return value
+
+
+def _clean_vars(d: dict[str, Any]) -> dict[str, Any]:
+    from tether.lang.query import Query  # noqa: PLC0415
+
+    out = {}
+    for k, v in d.items():
+        if k.startswith("__") or isinstance(v, types.ModuleType | types.FunctionType | type | Query | types.BuiltinFunctionType):
+            continue
+        if isinstance(v, types.SimpleNamespace):
+            continue
+        out[k] = v
+    return out
+
+
+class Execution:
+    """One branch: a live generator, its trace segments and the answers it was given."""
+
+    def __init__(self, program: Program, args: dict[str, Any], rt: Runtime, replay: list[Any] | None = None) -> None:
+        self.program, self.args, self.rt = program, args, rt
+        self.gen = program.generator(args)
+        self.segments: list[Segment] = []
+        self.holes: list[HoleRecord] = []
+        self.answers: list[Any] = []
+        self.replay: deque[Any] = deque(replay or [])
+        self.pending: HoleRequest | None = None
+        self.done = False
+        self.variables: dict[str, Any] = {}
+        self.return_value: Any = None
+        self.nested: list[int] = []
+        self.logprob = 0.0
+        self.distributions: dict[str, dict[str, float]] = {}
+        self._run(None, first=True)
+
+    def trace(self) -> str:
+        return "".join(s.text for s in self.segments)
+
+    def fork(self, answer: Any) -> Execution:
+        """A copy of this branch given ``answer`` for its pending hole (re-played)."""
+        e = Execution(self.program, self.args, self.rt, [*self.answers, answer])
+        e.logprob = self.logprob
+        return e
+
+    def resume(self, rec: HoleRecord) -> None:
+        assert self.pending is not None
+        self._record(rec)
+        self.pending = None
+        self._run(rec.value)
+
+    def _record(self, rec: HoleRecord) -> None:
+        self.answers.append(rec)
+        self.holes.append(rec)
+        self.segments.append(Segment("hole", rec.text, rec.name))
+        self.logprob += rec.logprob
+        if rec.distribution is not None:
+            self.distributions[rec.name] = rec.distribution
+
+    def _answer(self, make: Callable[[], Any]) -> Any:
+        if self.replay:
+            return self.replay.popleft()
+        return make()
+
+    def _run(self, send: Any, first: bool = False) -> None:
+        while True:
+            try:
+                ev = next(self.gen) if first else self.gen.send(send)
+            except StopIteration as stop:
+                self.done = True
+                if self.return_value is None:
+                    self.return_value = stop.value
+                return
+            first = False
+            send = None
+            kind = ev[0]
+            if kind == "start":
+                continue
+            if kind == "text":
+                if ev[1]:
+                    self.segments.append(Segment("text", ev[1]))
+            elif kind == "role":
+                self.segments.append(Segment("role", self.rt.role_text(ev[1], self.trace()), ev[1]))
+            elif kind == "input":
+                val = self._answer(lambda p=ev[1]: str(self.rt.input_fn(p)))
+                self.answers.append(val)
+                self.segments.append(Segment("input", str(val)))
+                send = val
+            elif kind == "await":
+                obj = ev[1]
+                val = self._answer(lambda o=obj: self.rt.resolve_await(o))
+                self.answers.append(val)
+                send = val
+            elif kind == "end":
+                if not self.nested:
+                    self.variables = _clean_vars(ev[1])
+                    self.return_value = ev[2]
+            elif kind == "nested_begin":
+                self.nested.append(len(self.segments))
+            elif kind == "nested_end":
+                start = self.nested.pop()
+                _, name, ret, qname = ev
+                inner = self.segments[start:]
+                text = "".join(s.text for s in inner)
+                value = ret if ret is not None else text
+                del self.segments[start:]
+                self.segments.append(Segment("hole", _fmt(value), name))
+                self.holes.append(HoleRecord(name, _fmt(value), value, query=qname, stopped="nested"))
+                send = value
+            elif kind == "supplied":
+                _, name, value, qname = ev
+                rec = self._answer(lambda n=name, v=value, q=qname: HoleRecord(n, _fmt(v), v, query=q, stopped="supplied"))
+                self._record(rec)
+                send = rec.value
+            elif kind == "rewrite":
+                _, name, value = ev
+                for i in range(len(self.segments) - 1, -1, -1):
+                    if self.segments[i].kind == "hole" and self.segments[i].name == name:
+                        self.segments[i] = Segment("hole", _fmt(value), name)
+                        break
+                for i in range(len(self.holes) - 1, -1, -1):
+                    if self.holes[i].name == name:
+                        self.holes[i] = dataclasses.replace(self.holes[i], text=_fmt(value), value=value)
+                        break
+            elif kind == "hole":
+                req: HoleRequest = ev[1]
+                if self.replay:
+                    rec = self.replay.popleft()
+                    self._record(rec)
+                    send = rec.value
+                    continue
+                if req.support is not None:  # distribute: scored, not decoded
+                    rec = self.rt.distribute(self, req)
+                    self._record(rec)
+                    send = rec.value
+                    continue
+                self.pending = req
+                return
+            else:  # pragma: no cover - the compiler emits only the kinds above
+                raise RuntimeError(f"unknown query event {kind!r}")
+
+    def result(self) -> QueryResult:
+        return QueryResult(self.trace(), dict(self.variables), list(self.holes), list(self.segments),
+                           dict(self.distributions), self.return_value, self.logprob)
+
+
+# ---------------------------------------------------------------------------------------
+# the runtime
+
+
+class Runtime:
+    """Decodes holes with a model and a decoder, for all branches of one query run."""
+
+    def __init__(self, model: Any, decoder: DecoderSpec, *, input_fn: Callable[[str], str] | None = None,
+                 max_tokens: int | None = None, seed: int | None = None,
+                 chat_roles: dict[str, str] | None = None) -> None:
+        self.model = model
+        self.decoder = decoder
+        self.info = VocabInfo.of(model)
+        self.input_fn = input_fn or builtins.input
+        args = decoder.args
+        self.max_tokens = int(max_tokens or args.get("max_len", args.get("max_tokens", DEFAULT_MAX_TOKENS)))  # type: ignore[call-overload]
+        self.temperature = float(args.get("temperature", 1.0))  # type: ignore[arg-type]
+        s = seed if seed is not None else args.get("seed")
+        self.rng = np.random.default_rng(s)  # type: ignore[arg-type]
+        self.chat_roles = chat_roles or {}
+
+    # -- small services for executions ---------------------------------------------------
+
+    def role_text(self, role: str, trace: str) -> str:
+        label = self.chat_roles.get(role, role.capitalize() + ":")
+        return label if not trace or trace.endswith("\n") else "\n" + label
+
+    def resolve_await(self, obj: Any) -> Any:
+        if isinstance(obj, NestedCall):
+            return obj.query.run(*obj.args, model=self.model, **obj.kwargs).return_value
+        if inspect.isawaitable(obj):
+            import asyncio  # noqa: PLC0415
+
+            async def _w() -> Any:
+                return await obj
+
+            return asyncio.run(_w())
+        return obj
+
+    def tokenize_prompt(self, text: str) -> list[int]:
+        return list(self.model.tokenize(text, add_bos=True))
+
+    def _count_start(self, prompt_len: int) -> None:
+        c = self.model.costs
+        c.generate_calls += 1
+        c.prompt_tokens += prompt_len
+
+    def new_decoder(self, ex: Execution, req: HoleRequest) -> HoleDecoder:
+        prompt = self.tokenize_prompt(ex.trace())
+        self._count_start(len(prompt))
+        return HoleDecoder(self.model, self.info, prompt, req.name, req.constraint, req.scope,
+                           req.future, req.post_text, self.max_tokens)
+
+    def record(self, dec: HoleDecoder, req: HoleRequest, how: str) -> HoleRecord:
+        self.model.costs.generated_tokens += len(dec.tokens)
+        text = dec.value if dec.value is not None else dec.text
+        ok = True
+        if req.constraint is not None:
+            fv = evaluate(req.constraint, dec.state.extended(text, len(dec.tokens), True))
+            ok = bool(fv.value) if fv.value is not None else True
+        return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how,
+                          n_tokens=len(dec.tokens), satisfied=ok, logprob=dec.logprob)
+
+    # -- distribute ------------------------------------------------------------------------
+
+    def distribute(self, ex: Execution, req: HoleRequest) -> HoleRecord:
+        """Score every support value (full log-probability); normalise; argmax."""
+        trace = ex.trace()
+        ctx = self.tokenize_prompt(trace)
+        scores = []
+        for v in req.support or []:
+            s = _fmt(v)
+            full = self.tokenize_prompt(trace + s)
+            cont = full[len(ctx):] if full[: len(ctx)] == ctx else list(self.model.tokenize(s, add_bos=False))
+            self._count_start(len(ctx))
+            self.model.costs.generated_tokens += len(cont)
+            scores.append(score_text(self.model, ctx, cont))
+        if not scores:
+            return HoleRecord(req.name, "", None, query=req.query, stopped="distribute", distribution={})
+        m = max(scores)
+        ps = [math.exp(x - m) for x in scores]
+        z = sum(ps)
+        dist = {_fmt(v): p / z for v, p in zip(req.support or [], ps, strict=True)}
+        best = (req.support or [])[int(np.argmax(scores))]
+        return HoleRecord(req.name, _fmt(best), best, query=req.query, stopped="distribute",
+                          distribution=dist, logprob=max(scores))
+
+    # -- decoders --------------------------------------------------------------------------
+
+    def decode_hole(self, ex: Execution, req: HoleRequest) -> HoleRecord:
+        dec = self.new_decoder(ex, req)
+        how = "budget"
+        while not dec.done:
+            logits = np.asarray(self.model.logits(dec.context()))
+            if self.decoder.method == "sample":
+                step = sample_step(dec, logits, self.rng, self.temperature)
+            else:
+                step = argmax_step(dec, logits)
+            if step is None:
+                dec.finish_forced()
+                how = "masked" if len(dec.tokens) < dec.max_tokens else "budget"
+                break
+            dec.accept(step)
+            if dec.done:
+                how = step.reason or "eos"
+        return self.record(dec, req, how)
+
+    def run_simple(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
+        out = []
+        for _ in range(n):
+            ex = Execution(program, args, self)
+            while not ex.done:
+                assert ex.pending is not None
+                ex.resume(self.decode_hole(ex, ex.pending))
+            out.append(ex)
+        return out
+
+    def run_beam(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
+        """Scripted beam search over the whole program (all holes jointly)."""
+        beams: list[tuple[float, Execution, HoleDecoder | None]] = [(0.0, Execution(program, args, self), None)]
+        for _ in range(100_000):
+            if all(ex.done for _, ex, _ in beams):
+                break
+            pool: list[tuple[float, Execution, HoleDecoder | None]] = []
+            for lp, ex, dec in beams:
+                if ex.done:
+                    pool.append((lp, ex, None))
+                    continue
+                req = ex.pending
+                assert req is not None
+                if dec is None:
+                    dec = self.new_decoder(ex, req)
+                logits = np.asarray(self.model.logits(dec.context()))
+                steps = best_steps(dec, logits, n)
+                if not steps:
+                    d2 = dec.copy()
+                    d2.finish_forced()
+                    pool.append((lp, self._finish(ex, d2, req, "masked"), None))
+                    continue
+                for s in steps:
+                    d2 = dec.copy()
+                    d2.accept(s)
+                    if d2.done:
+                        how = s.reason or "eos"
+                        pool.append((lp + s.logprob, self._finish(ex, d2, req, how), None))
+                    else:
+                        pool.append((lp + s.logprob, ex, d2))
+            pool.sort(key=lambda b: -b[0])
+            beams = pool[:n]
+        for lp, ex, _ in beams:
+            ex.logprob = lp
+        return [ex for _, ex, _ in beams]
+
+    def _finish(self, ex: Execution, dec: HoleDecoder, req: HoleRequest, how: str) -> Execution:
+        rec = self.record(dec, req, how)
+        return ex.fork(rec)
+
+    def run(self, program: Program, args: dict[str, Any]) -> QueryResult:
+        token = ACTIVE.set(self)
+        before = self.model.costs.snapshot()
+        try:
+            n = self.decoder.n
+            if self.decoder.method == "beam":
+                exs = self.run_beam(program, args, max(1, n))
+            else:
+                exs = self.run_simple(program, args, max(1, n))
+        finally:
+            ACTIVE.reset(token)
+        costs = self.model.costs.snapshot() - before
+        results = [ex.result() for ex in exs]
+        for r in results:
+            r.costs = costs
+            r.results = results
+        return results[0]

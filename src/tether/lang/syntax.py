@@ -1,0 +1,472 @@
+"""Parse query-language programs: the paper's clause form and the later LMQL surface.
+
+A query program has up to five clauses (LMQL paper, Fig. 5)::
+
+    [imports]
+    [decoder]            argmax | sample(n=3, temperature=0.9) | beam(n=2) ...
+    <body>               Python statements; every top-level string is a prompt statement
+    [from "model"]
+    [where <cond>]
+    [distribute VAR over EXPR | distribution VAR in EXPR]
+
+The decoder clause may indent the body under it (paper form) or stand alone on its line
+(later LMQL form); without a decoder clause the whole text is the body ("minimal syntax").
+Prompt statements may carry an inline constraint: ``"... [ANSWER]" where len(ANSWER) < 20``.
+
+Inside a prompt string (f-string-like):
+
+* ``[NAME]`` a hole; ``[NAME: type]`` a typed hole (``int``, ``r"regex"``, a dataclass,
+  a nested query call); ``[@dec NAME]`` applies variable decorators;
+* ``{expr}`` interpolates a Python expression; ``{:system}``/``{:user}``/``{:assistant}``
+  start a chat turn;
+* ``[[``, ``]]``, ``{{``, ``}}`` are literal brackets and braces.
+
+``parse_query(text)`` returns a ``QueryAst``; every error is a ``QuerySyntaxError`` naming
+line and column with a caret. Cost: linear in the text plus one ``ast.parse`` of the body.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import textwrap
+import tokenize
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tether.errors import QuerySyntaxError
+
+DECODERS = ("argmax", "greedy", "sample", "beam", "beam_search")
+WHERE_MARK = "__tether_where__"
+
+# ---------------------------------------------------------------------------------------
+# prompt strings
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Hole:
+    """``[NAME]``, ``[NAME: type]`` or ``[@dec NAME: type]`` in a prompt string."""
+
+    name: str
+    type_src: str | None = None
+    decorators: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Expr:
+    """``{expr}``: a Python expression interpolated into the prompt."""
+
+    src: str
+
+
+@dataclass(frozen=True)
+class Role:
+    """``{:role}``: a chat-turn tag."""
+
+    role: str
+
+
+Part = Text | Hole | Expr | Role
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def _scan_balanced(s: str, i: int, close: str) -> int:
+    """Index of the ``close`` char that ends the group starting at ``s[i]`` (after the
+    opener), skipping nested brackets and quoted strings; -1 if none."""
+    depth = 0
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    quote = ""
+    while i < len(s):
+        c = s[i]
+        if quote:
+            if c == "\\":
+                i += 2
+                continue
+            if s.startswith(quote, i):
+                i += len(quote)
+                quote = ""
+                continue
+        elif c in "'\"":
+            quote = s[i : i + 3] if s[i : i + 3] in ("'''", '"""') else c
+            i += len(quote)
+            continue
+        elif c in pairs:
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                return i if c == close else -1
+            depth -= 1
+        i += 1
+    return -1
+
+
+def parse_template(s: str) -> list[Part]:
+    """Split a prompt string into text, holes, interpolations and role tags.
+
+    Raises ValueError(message, offset) on malformed holes or braces (callers turn it into
+    a QuerySyntaxError at the string's position).
+    """
+    parts: list[Part] = []
+    buf: list[str] = []
+
+    def flush() -> None:
+        if buf:
+            parts.append(Text("".join(buf)))
+            buf.clear()
+
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "[" and s.startswith("[[", i):
+            buf.append("[")
+            i += 2
+        elif c == "]" and s.startswith("]]", i):
+            buf.append("]")
+            i += 2
+        elif c == "{" and s.startswith("{{", i):
+            buf.append("{")
+            i += 2
+        elif c == "}" and s.startswith("}}", i):
+            buf.append("}")
+            i += 2
+        elif c == "[":
+            end = _scan_balanced(s, i + 1, "]")
+            if end < 0:
+                raise ValueError("unclosed hole '[': write '[[' for a literal bracket", i)
+            flush()
+            parts.append(_parse_hole(s[i + 1 : end], i))
+            i = end + 1
+        elif c == "{":
+            end = _scan_balanced(s, i + 1, "}")
+            if end < 0:
+                raise ValueError("unclosed '{': write '{{' for a literal brace", i)
+            inner = s[i + 1 : end]
+            flush()
+            if inner.startswith(":"):
+                role = inner[1:].strip()
+                if not _NAME.fullmatch(role):
+                    raise ValueError(f"bad role tag {{{inner}}}", i)
+                parts.append(Role(role))
+            else:
+                if not inner.strip():
+                    raise ValueError("empty interpolation '{}'", i)
+                try:
+                    ast.parse(inner.strip(), mode="eval")
+                except SyntaxError as exc:
+                    raise ValueError(f"bad expression in '{{...}}': {exc.msg}", i + 1) from None
+                parts.append(Expr(inner.strip()))
+            i = end + 1
+        else:
+            buf.append(c)
+            i += 1
+    flush()
+    return parts
+
+
+def _parse_hole(inner: str, offset: int) -> Hole:
+    body = inner.strip()
+    decorators: list[str] = []
+    while body.startswith("@"):
+        m = re.match(r"@\s*([A-Za-z_][\w.]*(?:\([^)]*\))?)\s*", body)
+        if not m:
+            raise ValueError("bad decorator in hole", offset + 1)
+        decorators.append(m.group(1))
+        body = body[m.end() :]
+    name, _, type_src = body.partition(":")
+    name = name.strip()
+    if not _NAME.fullmatch(name):
+        raise ValueError(
+            f"bad hole name {name!r}: expected [NAME] or [NAME: type] (write '[[' for '[')",
+            offset + 1,
+        )
+    tsrc = type_src.strip() or None
+    if tsrc is not None:
+        try:
+            ast.parse(tsrc, mode="eval")
+        except SyntaxError as exc:
+            raise ValueError(f"bad hole type {tsrc!r}: {exc.msg}", offset + 1) from None
+    return Hole(name, tsrc, tuple(decorators))
+
+
+# ---------------------------------------------------------------------------------------
+# clauses
+
+
+@dataclass
+class DecoderSpec:
+    """The decoder clause: ``argmax``, ``sample(n=..., temperature=...)``, ``beam(n=...)``."""
+
+    method: Literal["argmax", "sample", "beam"] = "argmax"
+    args: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.args.get("n", 1))  # type: ignore[call-overload]
+
+
+@dataclass
+class QueryAst:
+    """A parsed query: clause texts, the body as a Python module AST, and positions."""
+
+    source: str
+    body: ast.Module
+    decoder: DecoderSpec | None = None
+    model: str | None = None
+    where: ast.expr | None = None
+    distribute: tuple[str, ast.expr] | None = None
+    filename: str = "<query>"
+    prelude: str = ""  # imports written before the decoder clause
+
+
+def _err(msg: str, text: str, offset: int, filename: str) -> QuerySyntaxError:
+    return QuerySyntaxError(msg, text, offset, filename)
+
+
+def _line_offsets(text: str) -> list[int]:
+    offs = [0]
+    for line in text.splitlines(keepends=True):
+        offs.append(offs[-1] + len(line))
+    return offs
+
+
+_CLAUSE = re.compile(r"^(from|where|distribute|distribution)\b(.*)$")
+
+
+def _decoder_head(line: str) -> re.Match[str] | None:
+    return re.match(r"^(argmax|greedy|sample|beam|beam_search)\s*(\(.*\))?\s*(.*)$", line)
+
+
+def parse_decoder(src: str, text: str = "", offset: int = 0, filename: str = "<query>") -> DecoderSpec:
+    """Parse ``argmax``/``sample(n=2, temperature=0.7)``/``beam(n=3)`` (keyword args only)."""
+    try:
+        node = ast.parse(src.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise _err(f"bad decoder clause: {exc.msg}", text or src, offset, filename) from None
+    if isinstance(node, ast.Name):
+        name, kw = node.id, []
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        name, kw = node.func.id, node.keywords
+        if node.args:
+            raise _err("decoder arguments must be keywords, e.g. beam(n=3)", text or src, offset, filename)
+    else:
+        raise _err("expected a decoder: argmax, sample(...) or beam(...)", text or src, offset, filename)
+    method = {"greedy": "argmax", "beam_search": "beam"}.get(name, name)
+    if method not in ("argmax", "sample", "beam"):
+        raise _err(f"unknown decoder {name!r}; expected argmax, sample or beam", text or src, offset, filename)
+    args: dict[str, object] = {}
+    for k in kw:
+        try:
+            args[str(k.arg)] = ast.literal_eval(k.value)
+        except ValueError:
+            raise _err(f"decoder argument {k.arg!r} must be a constant", text or src, offset, filename) from None
+    return DecoderSpec(method, args)  # type: ignore[arg-type]
+
+
+def parse_query(text: str, filename: str = "<query>") -> QueryAst:
+    """Parse a query program (either surface) into a ``QueryAst``.
+
+    Raises QuerySyntaxError with line:column and a caret on any syntax problem.
+    """
+    lines = text.splitlines(keepends=True)
+    offs = _line_offsets(text)
+    n = len(lines)
+    # 1. find top-level (column 0) clause lines
+    decoder: DecoderSpec | None = None
+    body_start, body_end = 0, n
+    prelude: list[str] = []
+    i = 0
+    # leading imports / blanks / comments before a decoder clause
+    j = 0
+    while j < n and (not lines[j].strip() or lines[j].lstrip().startswith("#")
+                     or re.match(r"^(import|from\s+\S+\s+import)\b", lines[j])):
+        j += 1
+    if j < n and _decoder_head(lines[j].rstrip("\n")) and not lines[j][0].isspace():
+        m = _decoder_head(lines[j].rstrip("\n"))
+        assert m is not None
+        rest = m.group(3)
+        head = lines[j][: len(lines[j].rstrip("\n")) - len(rest)].strip()
+        # "argmax" alone, or the old one-line form "argmax "..."" (rest starts a string)
+        if not rest or rest[0] in "\"'" or rest.startswith("#"):
+            decoder = parse_decoder(head, text, offs[j], filename)
+            prelude = lines[:j]
+            i = j + 1
+            body_start = i
+            if rest and rest[0] in "\"'":
+                # body begins on the decoder line: blank out the decoder head, keep columns
+                lines = [*lines[:j], " " * len(head) + lines[j][len(head):], *lines[j + 1 :]]
+                body_start = j
+    # clauses after the body
+    clauses: list[tuple[str, int, str]] = []  # (keyword, line index, rest of line)
+    k = body_start
+    while k < n:
+        line = lines[k]
+        if line[:1] and not line[0].isspace():
+            m = _CLAUSE.match(line.rstrip("\n"))
+            if m and not (m.group(1) == "from" and re.match(r"^\s*[\w.]+\s+import\b", m.group(2))):
+                if body_end == n:
+                    body_end = k
+                clauses.append((m.group(1), k, m.group(2)))
+        k += 1
+    # clause texts: from the keyword to the next clause
+    model: str | None = None
+    where: ast.expr | None = None
+    distribute: tuple[str, ast.expr] | None = None
+    for ci, (kw, li, _rest) in enumerate(clauses):
+        end = clauses[ci + 1][1] if ci + 1 < len(clauses) else n
+        start_off = offs[li] + len(kw)
+        chunk = text[start_off : offs[end]]
+        src = textwrap.dedent(" " * 0 + chunk).strip()
+        pad = chunk.find(src[:1]) if src else 0
+        at = start_off + max(pad, 0)
+        if kw == "from":
+            try:
+                val = ast.literal_eval(src)
+            except (ValueError, SyntaxError):
+                raise _err('expected a model name string after from, e.g. from "embedded"', text, at, filename) from None
+            if not isinstance(val, str):
+                raise _err("the model in the from clause must be a string", text, at, filename)
+            model = val
+        elif kw == "where":
+            where = _parse_expr(src, text, at, filename, "where clause")
+        else:  # distribute VAR over EXPR | distribution VAR in EXPR
+            m = re.match(r"^([A-Za-z_]\w*)\s+(over|in)\s+(.*)$", src, re.S)
+            if not m:
+                raise _err(f"expected '{kw} VAR {'over' if kw == 'distribute' else 'in'} EXPR'", text, at, filename)
+            expr = _parse_expr(m.group(3).strip(), text, at + m.start(3), filename, f"{kw} clause")
+            distribute = (m.group(1), expr)
+    # 2. body text: dedent (paper form indents it under the decoder), keep line numbers
+    body_lines = lines[body_start:body_end]
+    body_txt = "".join(body_lines)
+    ded = textwrap.dedent(body_txt)
+    indent = _common_indent(body_lines)
+    body = parse_body(ded, text=text, line0=body_start, col0=indent, filename=filename)
+    return QueryAst(text, body, decoder, model, where, distribute, filename, "".join(prelude))
+
+
+def _common_indent(lines: list[str]) -> int:
+    ind = [len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()]
+    return min(ind) if ind else 0
+
+
+def _parse_expr(src: str, text: str, at: int, filename: str, what: str) -> ast.expr:
+    try:
+        return ast.parse("(" + src + "\n)", mode="eval").body
+    except SyntaxError as exc:
+        off = at
+        if exc.lineno is not None and exc.offset is not None:
+            sub = src.splitlines(keepends=True)
+            ln = exc.lineno - 1
+            col = exc.offset - (2 if exc.lineno == 1 else 1)
+            off = at + sum(len(x) for x in sub[:ln]) + max(col, 0)
+            # the clause text was dedented: map back approximately by searching the line
+        raise _err(f"invalid syntax in {what}: {exc.msg}", text, min(off, len(text)), filename) from None
+
+
+def rewrite_inline_where(src: str) -> str:
+    """Turn ``"..." where COND`` statements into ``"..." if   COND else MARK`` (same columns).
+
+    Python cannot parse the inline ``where``; this keeps every column of the source so
+    errors and AST positions still point into the user's text.
+    """
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(src).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return src  # let ast.parse report the problem
+    lines = src.splitlines(keepends=True)
+    edits: list[tuple[int, int, int, str]] = []  # (row, col, length, replacement)
+    stmt_start = True
+    prev_string = False
+    pending_where: tuple[int, int] | None = None
+    depth = 0
+    for tok in toks:
+        tt, s = tok.type, tok.string
+        if tt in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+            continue
+        if tt == tokenize.NEWLINE or tt == tokenize.ENDMARKER:
+            if pending_where is not None:
+                row, col = tok.start
+                edits.append((row, col, 0, f" else {WHERE_MARK}"))
+                pending_where = None
+            stmt_start, prev_string = True, False
+            continue
+        if tt == tokenize.OP and s in "([{":
+            depth += 1
+        elif tt == tokenize.OP and s in ")]}":
+            depth -= 1
+        if tt == tokenize.STRING and (stmt_start or prev_string) and depth == 0:
+            prev_string = True
+        elif tt == tokenize.NAME and s == "where" and prev_string and depth == 0 and pending_where is None:
+            row, col = tok.start
+            edits.append((row, col, 5, "if   "))
+            pending_where = (row, col)
+            prev_string = False
+        else:
+            prev_string = False
+        stmt_start = tt == tokenize.OP and s == ":" and depth == 0
+    for row, col, length, rep in sorted(edits, reverse=True):
+        ln = lines[row - 1]
+        lines[row - 1] = ln[:col] + rep + ln[col + length :]
+    return "".join(lines)
+
+
+def parse_body(src: str, *, text: str | None = None, line0: int = 0, col0: int = 0,
+               filename: str = "<query>") -> ast.Module:
+    """Parse a (dedented) query body into a Python AST with inline ``where`` rewritten.
+
+    ``line0``/``col0`` map positions back into ``text`` for error messages; the returned
+    AST's line numbers are shifted by ``line0``.
+    """
+    text = src if text is None else text
+    rewritten = rewrite_inline_where(src)
+    try:
+        mod = ast.parse(rewritten, filename)
+    except SyntaxError as exc:
+        offs = _line_offsets(text)
+        ln = (exc.lineno or 1) - 1 + line0
+        col = (exc.offset or 1) - 1 + (col0 if text is not src else 0)
+        off = offs[min(ln, len(offs) - 1)] + col
+        raise _err(f"invalid syntax: {exc.msg}", text, min(off, len(text)), filename) from None
+    if line0:
+        ast.increment_lineno(mod, line0)
+    # validate prompt strings now, so template errors surface at parse time
+    for node in ast.walk(mod):
+        s = prompt_string(node)
+        if s is not None:
+            check_template(s[0], s[1], text, filename, line0=0, col0=col0 if text is not src else 0)
+    return mod
+
+
+def prompt_string(node: ast.AST) -> tuple[str, ast.AST] | None:
+    """If ``node`` is a prompt statement (``Expr`` of a str, or the rewritten inline-where
+    form), return (string, string node)."""
+    if not isinstance(node, ast.Expr):
+        return None
+    v = node.value
+    if isinstance(v, ast.IfExp) and isinstance(v.orelse, ast.Name) and v.orelse.id == WHERE_MARK:
+        v = v.body
+    if isinstance(v, ast.Constant) and isinstance(v.value, str):
+        return v.value, v
+    return None
+
+
+def check_template(s: str, node: ast.AST, text: str, filename: str, line0: int = 0, col0: int = 0) -> list[Part]:
+    try:
+        return parse_template(s)
+    except ValueError as exc:
+        msg, rel = exc.args[0], exc.args[1] if len(exc.args) > 1 else 0
+        offs = _line_offsets(text)
+        lineno = getattr(node, "lineno", 1) - 1 + line0
+        col = getattr(node, "col_offset", 0) + col0
+        base = offs[min(lineno, len(offs) - 1)] + col
+        # point inside the literal when it is a one-line string without escapes
+        seg = text[base : base + len(s) + 8]
+        q = 1 if seg[:1] in "\"'" else (3 if seg[:3] in ('"""', "'''") else 0)
+        inner = base + q + rel if "\n" not in s and "\\" not in seg[: q + rel + 1] else base
+        raise _err(msg, text, min(inner, len(text)), filename) from None
