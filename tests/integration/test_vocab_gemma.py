@@ -54,6 +54,13 @@ def test_every_token_equals_token_to_piece(model: LlamaCppModel) -> None:
     assert max(len(p) for p in pieces) > 32  # the tokens Llama.detokenize would drop exist
 
 
+def test_from_llama_object(model: LlamaCppModel) -> None:
+    """A ``llama_cpp.Llama`` (high-level API) gives the same vocabulary."""
+    llama = llama_cpp.Llama(str(model.path), vocab_only=True, verbose=False)
+    assert Vocabulary.from_llama(llama).fingerprint == model.vocabulary.fingerprint
+    assert Vocabulary.from_llama(model).fingerprint == model.vocabulary.fingerprint
+
+
 def load_strings() -> list[str]:
     if not STRINGS.is_dir():
         pytest.skip(f"test data not found at {STRINGS.resolve()}")

@@ -233,7 +233,8 @@ class Vocabulary:
     def from_llama(cls, llama: Any) -> Vocabulary:
         """The vocabulary of a loaded llama.cpp model, from ``llama_token_to_piece``.
 
-        ``llama`` is a ``llama_cpp.Llama`` or a raw ``llama_model`` pointer. Each token is
+        ``llama`` is a ``llama_cpp.Llama``, a ``LlamaCppModel`` or a raw ``llama_model``
+        pointer. Each token is
         rendered with a buffer large enough for any token (``Llama.detokenize`` silently
         drops pieces longer than 32 bytes) and ``special=False``, so control tokens give
         ``b""``, exactly what llama.cpp writes to the output. Costs one C call per token
@@ -243,9 +244,13 @@ class Vocabulary:
 
         import llama_cpp
 
-        model = getattr(llama, "model", llama)
-        if hasattr(llama, "_model"):
-            model = llama._model.model
+        inner = getattr(llama, "_model", None)
+        if inner is not None and hasattr(inner, "model"):  # llama_cpp.Llama
+            model = inner.model
+        elif inner is not None:  # tether's LlamaCppModel
+            model = inner
+        else:  # a raw llama_model pointer
+            model = llama
         vocab = llama_cpp.llama_model_get_vocab(model)
         n = llama_cpp.llama_vocab_n_tokens(vocab)
         size = 256
