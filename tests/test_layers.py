@@ -46,6 +46,11 @@ def imports_of(path: Path) -> list[tuple[str, int]]:
                 base = pkg.split(".")[: -node.level]
                 name = ".".join(base + ([node.module] if node.module else []))
                 found.append((name, node.lineno))
+            elif node.module == "tether":  # `from tether import regex` imports tether.regex
+                found += [
+                    (f"tether.{a.name}" if a.name in LAYERS else "tether", node.lineno)
+                    for a in node.names
+                ]
             elif node.module and node.module.startswith("tether"):
                 found.append((node.module, node.lineno))
     return found
