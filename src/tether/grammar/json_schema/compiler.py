@@ -1,0 +1,1245 @@
+"""JSON Schema (draft 2020-12, 2019-09, draft-07/06/04) → Grammar IR.
+
+1. **Resolve.** The document is indexed once (``$id``/``id``, ``$anchor``, JSON pointers);
+   a subschema is compiled as a *conjunction* of schema objects: ``$ref`` targets and
+   ``allOf`` branches are added to the conjunction (a repeated member is skipped, so
+   recursive references cannot loop), ``anyOf``/``oneOf`` are distributed over it
+   (each branch joins the conjunction; the union of the branches is the result).
+2. **Merge per type.** For each JSON type the conjunction allows, its keywords are merged
+   exactly (bounds intersected, properties merged with each member's own
+   ``additionalProperties``/``patternProperties`` reading, string constraints
+   intersected as regex ``and`` terminals).
+3. **Emit.** Each conjunction becomes a nonterminal (memoized); lexemes are large
+   (``{"name":``, a whole string or number) so the engine sees few, regular lexemes.
+
+What cannot be enforced raises ``UnsupportedSchemaError`` naming the keyword and pointer,
+or, with ``lenient=True``, is ignored and recorded in ``Grammar.warnings``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Literal
+from urllib.parse import unquote, urldefrag, urljoin
+
+from tether.errors import SchemaError, UnsupportedSchemaError, limited
+from tether.grammar import formats as fmt
+from tether.grammar.ir import NT, Grammar, T, Terminal
+from tether.grammar.json_schema import numbers as num
+from tether.grammar.json_schema import strings as st
+from tether.grammar.json_schema.layout import Layout, Spec, Whitespace, dumps_str
+
+PropertyOrder = Literal["schema", "any"]
+Draft = Literal["draft4", "draft6", "draft7", "2019-09", "2020-12"]
+
+TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
+
+# keywords that only annotate; ignored safely
+ANNOTATIONS = frozenset(
+    "$schema $id id $anchor $dynamicAnchor $recursiveAnchor $vocabulary $comment $defs "
+    "definitions title description default examples example deprecated readOnly writeOnly "
+    "contentEncoding contentMediaType contentSchema discriminator nullable".split()
+)
+# handled keywords
+HANDLED = frozenset(
+    "type enum const allOf anyOf oneOf $ref not properties required additionalProperties "
+    "patternProperties propertyNames minProperties maxProperties items prefixItems "
+    "additionalItems minItems maxItems uniqueItems contains minContains maxContains "
+    "minLength maxLength pattern format minimum maximum exclusiveMinimum exclusiveMaximum "
+    "multipleOf if then else dependentRequired dependentSchemas dependencies "
+    "unevaluatedProperties unevaluatedItems $dynamicRef $recursiveRef".split()
+)
+_OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperties",
+              "propertyNames", "minProperties", "maxProperties", "dependentRequired",
+              "dependentSchemas", "dependencies", "unevaluatedProperties")
+_ARRAY_KW = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
+             "contains", "unevaluatedItems")
+_STRING_KW = ("minLength", "maxLength", "pattern", "format")
+_NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+
+DEFAULT_BASE = "tether:///schema.json"
+
+Member = tuple[Any, str]  # (schema object, JSON pointer)
+
+
+def _ptr(base: str, *parts: object) -> str:
+    out = base
+    for p in parts:
+        out += "/" + str(p).replace("~", "~0").replace("/", "~1")
+    return out
+
+
+def _json_key(v: Any) -> str:
+    """Equality of JSON values as JSON Schema defines it (1 == 1.0, true != 1)."""
+
+    def norm(x: Any) -> Any:
+        if isinstance(x, bool) or x is None or isinstance(x, str):
+            return x
+        if isinstance(x, (int, float)):
+            return ["#num", str(Fraction(x))] if not (isinstance(x, float) and not math.isfinite(x)) else ["#num", repr(x)]
+        if isinstance(x, list):
+            return [norm(i) for i in x]
+        if isinstance(x, dict):
+            return {k: norm(i) for k, i in x.items()}
+        return repr(x)
+
+    return json.dumps(norm(v), sort_keys=True)
+
+
+def _type_of(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    raise SchemaError(f"{limited(v)} is not a JSON value")
+
+
+class _Compiler:
+    def __init__(
+        self,
+        schema: Any,
+        *,
+        layout: Layout,
+        property_order: PropertyOrder,
+        lenient: bool,
+        draft: Draft | None,
+        max_repeat: int,
+        max_rules: int,
+        max_depth: int,
+        max_expansion: int,
+        resolve_remote: Callable[[str], Any] | None,
+    ) -> None:
+        self.root = schema
+        self.layout = layout
+        self.order = property_order
+        self.lenient = lenient
+        self.max_repeat = max_repeat
+        self.max_rules = max_rules
+        self.max_depth = max_depth
+        self.max_expansion = max_expansion
+        self.resolve_remote = resolve_remote
+        self.draft: Draft = draft or self._detect_draft(schema)
+        self.g = Grammar(start="root")
+        self.terms: dict[Any, str] = {}
+        self.memo: dict[Any, str | None] = {}
+        self.warned: set[str] = set()
+        self.index: dict[str, Any] = {}
+        self.base_of: dict[int, str] = {}
+        self.ptr_of: dict[int, str] = {}
+        self.docs: dict[str, Any] = {}
+        self._keep: list[Any] = []
+        self._n = 0
+        self._index_document(schema, DEFAULT_BASE, "#")
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    @staticmethod
+    def _detect_draft(schema: Any) -> Draft:
+        uri = schema.get("$schema", "") if isinstance(schema, dict) else ""
+        if not isinstance(uri, str):
+            return "2020-12"
+        if "draft-04" in uri:
+            return "draft4"
+        if "draft-06" in uri:
+            return "draft6"
+        if "draft-07" in uri or "draft-03" in uri:
+            return "draft7"
+        if "2019-09" in uri:
+            return "2019-09"
+        return "2020-12"
+
+    def warn(self, message: str) -> None:
+        if message not in self.warned:
+            self.warned.add(message)
+            self.g.warnings.append(message)
+
+    def unsupported(self, keyword: str, pointer: str, detail: str = "") -> None:
+        if not self.lenient:
+            raise UnsupportedSchemaError(keyword, pointer, detail)
+        err = UnsupportedSchemaError(keyword, pointer, detail)
+        self.warn(f"{err} (ignored: lenient=True; the grammar may allow invalid values)")
+
+    def fresh(self, hint: str) -> str:
+        self._n += 1
+        return f"{hint}_{self._n}"
+
+    def rule(self, lhs: str, *rhs: NT | T) -> None:
+        self.g.add_rule(lhs, *rhs)
+        if len(self.g.rules) > self.max_rules:
+            raise SchemaError(
+                f"schema expands to more than {self.max_rules} grammar rules "
+                "(raise max_rules, or simplify the schema)"
+            )
+
+    def term(self, spec: Spec, hint: str = "t") -> T:
+        kind, value = spec
+        key = (kind, value)
+        name = self.terms.get(key)
+        if name is None:
+            name = f"{hint}{len(self.terms)}"
+            self.terms[key] = name
+            if kind == "lit":
+                self.g.add_terminal(Terminal(name, literal=value))
+            elif kind == "rx":
+                self.g.add_terminal(Terminal(name, regex=value))
+            else:
+                self.g.add_terminal(Terminal(name, expr=value))
+        return T(name)
+
+    # ------------------------------------------------------------------ references
+
+    def _index_document(self, doc: Any, base: str, pointer: str) -> None:
+        self.docs[urldefrag(base)[0]] = doc
+        self._index(doc, base, pointer)
+
+    def _index(self, s: Any, base: str, pointer: str) -> None:
+        if isinstance(s, list):
+            for i, x in enumerate(s):
+                self._index(x, base, _ptr(pointer, i))
+            return
+        if not isinstance(s, dict):
+            return
+        ident = s.get("$id") if "$id" in s else (s.get("id") if self.draft == "draft4" else None)
+        if isinstance(ident, str) and not (self.draft in ("draft4", "draft6", "draft7") and "$ref" in s):
+            if ident.startswith("#") and self.draft in ("draft4", "draft6", "draft7"):
+                self.index[urljoin(base, ident)] = s  # plain-name fragment (old drafts)
+            else:
+                base = urljoin(base, ident)
+                self.index[urldefrag(base)[0]] = s
+                self.docs.setdefault(urldefrag(base)[0], s)
+        for kw in ("$anchor", "$dynamicAnchor"):
+            anchor = s.get(kw)
+            if isinstance(anchor, str):
+                self.index.setdefault(urldefrag(base)[0] + "#" + anchor, s)
+        self.base_of[id(s)] = base
+        self.ptr_of[id(s)] = pointer
+        for k, v in s.items():
+            if k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
+                if isinstance(v, dict):
+                    for name, sub in v.items():
+                        self._index(sub, base, _ptr(pointer, k, name))
+            elif k in ("items", "prefixItems", "allOf", "anyOf", "oneOf"):
+                self._index(v, base, _ptr(pointer, k))
+            elif k in ("additionalProperties", "additionalItems", "propertyNames", "contains",
+                       "not", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems"):
+                self._index(v, base, _ptr(pointer, k))
+            elif k == "dependencies" and isinstance(v, dict):
+                for name, sub in v.items():
+                    if isinstance(sub, dict):
+                        self._index(sub, base, _ptr(pointer, k, name))
+
+    def resolve(self, ref: Any, holder: dict, pointer: str) -> Member:
+        if not isinstance(ref, str):
+            raise SchemaError("'$ref' must be a string", pointer)
+        base = self.base_of.get(id(holder), DEFAULT_BASE)
+        target = urljoin(base, ref)
+        if target in self.index:
+            s = self.index[target]
+            return s, self.ptr_of.get(id(s), target)
+        uri, frag = urldefrag(target)
+        doc = self.docs.get(uri)
+        if doc is None and uri in self.index:
+            doc = self.index[uri]
+        if doc is None:
+            if self.resolve_remote is not None:
+                try:
+                    doc = self.resolve_remote(uri)
+                except Exception as exc:  # noqa: BLE001 - any loader failure is reported alike
+                    raise SchemaError(f"cannot load $ref {limited(ref)}: {exc}", pointer) from None
+            if doc is None:
+                raise UnsupportedSchemaError(
+                    "$ref", pointer, f"reference {limited(ref)} is not inside this document"
+                )
+            self._keep.append(doc)
+            self._index_document(doc, uri, uri + "#")
+            if target in self.index:
+                s = self.index[target]
+                return s, self.ptr_of.get(id(s), target)
+        node = doc
+        if frag:
+            if not frag.startswith("/"):
+                raise SchemaError(f"$ref {limited(ref)}: unknown anchor", pointer)
+            for part in frag[1:].split("/"):
+                part = unquote(part).replace("~1", "/").replace("~0", "~")
+                if isinstance(node, dict) and part in node:
+                    node = node[part]
+                elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                    node = node[int(part)]
+                else:
+                    raise SchemaError(f"$ref {limited(ref)} points to nothing", pointer)
+        if isinstance(node, dict) and id(node) not in self.base_of:
+            self._index(node, uri, uri + "#" + frag)
+        return node, self.ptr_of.get(id(node), target)
+
+    # ------------------------------------------------------------------ conjunctions
+
+    def flatten(self, members: list[Member]) -> list[Member] | None:
+        """Add ``$ref`` targets and ``allOf`` branches; None if some member is ``false``."""
+        out: list[Member] = []
+        seen: set[int] = set()
+        stack = list(reversed(members))
+        steps = 0
+        while stack:
+            s, p = stack.pop()
+            steps += 1
+            if steps > self.max_expansion:
+                raise SchemaError(
+                    f"$ref/allOf expansion exceeds {self.max_expansion} schemas", p
+                )
+            if s is True:
+                continue
+            if s is False:
+                return None
+            if not isinstance(s, dict):
+                raise SchemaError(f"a schema must be an object or a boolean, got {limited(s)}", p)
+            if id(s) in seen:
+                continue
+            seen.add(id(s))
+            if "$dynamicRef" in s or "$recursiveRef" in s:
+                kw = "$dynamicRef" if "$dynamicRef" in s else "$recursiveRef"
+                self.unsupported(kw, p)
+            nxt: list[Member] = []
+            if "$ref" in s:
+                nxt.append(self.resolve(s["$ref"], s, _ptr(p, "$ref")))
+                if self.draft in ("draft4", "draft6", "draft7"):
+                    stack.extend(reversed(nxt))
+                    continue  # siblings of $ref are ignored in these drafts
+            out.append((s, p))
+            all_of = s.get("allOf")
+            if all_of is not None:
+                if not isinstance(all_of, list):
+                    raise SchemaError("'allOf' must be an array", _ptr(p, "allOf"))
+                nxt += [(b, _ptr(p, "allOf", i)) for i, b in enumerate(all_of)]
+            stack.extend(reversed(nxt))
+        return out
+
+    def node(self, members: list[Member], depth: int, consumed: frozenset = frozenset()) -> str | None:
+        """The nonterminal for the conjunction ``members`` at ``depth``; None if empty."""
+        if not self.layout.depth_matters:
+            depth = 0
+        elif depth > self.max_depth:
+            self.warn(
+                f"pretty layout: values nested deeper than {self.max_depth} levels are not "
+                "generated (raise max_depth)"
+            )
+            return None
+        flat = self.flatten(members)
+        if flat is None:
+            return None
+        key = (tuple(sorted({id(s) for s, _ in flat})), consumed, depth)
+        if key in self.memo:
+            return self.memo[key]
+        name = self.fresh("v")
+        self.memo[key] = name  # recursion sees the name (assumed non-empty)
+        alts = self._alternatives(flat, depth, consumed)
+        if not alts:
+            self.memo[key] = None
+            return None
+        for rhs in alts:
+            self.rule(name, *rhs)
+        return name
+
+    def _alternatives(self, flat: list[Member], depth: int, consumed: frozenset) -> list[tuple]:
+        for s, p in flat:
+            for kw in ("anyOf", "oneOf"):
+                if kw in s and (id(s), kw) not in consumed:
+                    branches = s[kw]
+                    if not isinstance(branches, list) or not branches:
+                        raise SchemaError(f"'{kw}' must be a non-empty array", _ptr(p, kw))
+                    done = consumed | {(id(s), kw)}
+                    if kw == "oneOf" and len(branches) > 1:
+                        self._check_one_of(branches, _ptr(p, kw), flat)
+                    alts = []
+                    for i, b in enumerate(branches):
+                        nt = self.node([*flat, (b, _ptr(p, kw, i))], depth, done)
+                        if nt is not None:
+                            alts.append((NT(nt),))
+                    return alts
+        return self._typed(flat, depth)
+
+    def _check_one_of(self, branches: list, pointer: str, context: list[Member]) -> None:
+        infos = []
+        for i, b in enumerate(branches):
+            flat = self.flatten([*context, (b, _ptr(pointer, i))])
+            infos.append(None if flat is None else self._summary(flat))
+        for i in range(len(infos)):
+            for j in range(i + 1, len(infos)):
+                a, b = infos[i], infos[j]
+                if a is None or b is None or _disjoint(a, b):
+                    continue
+                self.warn(
+                    f"oneOf at {pointer}: branches {i} and {j} are not provably disjoint; "
+                    "compiled as anyOf (a value matching both is allowed)"
+                )
+                return
+
+    def _summary(self, flat: list[Member]) -> dict:
+        """What disjointness checks need: allowed types, enum values, required consts."""
+        types = set(TYPES)
+        values: list | None = None
+        consts: dict[str, set[str]] = {}
+        for s, p in flat:
+            if "type" in s:
+                types &= _type_set(s["type"], p)
+            for kw in ("enum", "const"):
+                if kw in s:
+                    vals = [s[kw]] if kw == "const" else list(s[kw])
+                    keys = {_json_key(v) for v in vals}
+                    values = [v for v in (values if values is not None else vals) if _json_key(v) in keys]
+            props = s.get("properties")
+            req = set(s.get("required") or [])
+            if isinstance(props, dict):
+                for k, sub in props.items():
+                    if k not in req:
+                        continue
+                    sub_flat = self.flatten([(sub, p)]) or []
+                    for ss, _ in sub_flat:
+                        for kw in ("enum", "const"):
+                            if kw in ss:
+                                vals = [ss[kw]] if kw == "const" else list(ss[kw])
+                                ks = {_json_key(v) for v in vals}
+                                consts[k] = consts[k] & ks if k in consts else ks
+        if "number" in types:
+            types.add("integer")
+        return {"types": types, "values": values, "consts": consts}
+
+    # ------------------------------------------------------------------ typed compile
+
+    def _typed(self, flat: list[Member], depth: int) -> list[tuple]:
+        types = set(TYPES)
+        for s, p in flat:
+            if "type" in s:
+                types &= _type_set(s["type"], _ptr(p, "type"))
+        if "number" in types:
+            types.add("integer")
+        for s, p in flat:
+            types = self._apply_not(s, p, types)
+            self._check_keywords(s, p, types)
+        values: list | None = None
+        for s, p in flat:
+            for kw in ("enum", "const"):
+                if kw in s:
+                    if kw == "enum" and not isinstance(s[kw], list):
+                        raise SchemaError("'enum' must be an array", _ptr(p, kw))
+                    vals = [s[kw]] if kw == "const" else list(s[kw])
+                    if values is None:
+                        values = vals
+                    else:
+                        keys = {_json_key(v) for v in vals}
+                        values = [v for v in values if _json_key(v) in keys]
+        if values is not None:
+            return self._values(values, flat, types, depth)
+        alts: list[tuple] = []
+        if "null" in types:
+            alts.append((self.term(("lit", "null")),))
+        if "boolean" in types:
+            alts.append((self.term(("lit", "true")),))
+            alts.append((self.term(("lit", "false")),))
+        if "number" in types or "integer" in types:
+            rx = self._number(flat, integer="number" not in types)
+            if rx is not None:
+                alts.append((self.term(("rx", rx) if isinstance(rx, str) else ("expr", rx), "num"),))
+        if "string" in types:
+            spec = self._string(flat)
+            if spec is not None:
+                alts.append((self.term(spec, "str"),))
+        if "array" in types:
+            a = self._array(flat, depth)
+            if a is not None:
+                alts.append((NT(a),))
+        if "object" in types:
+            o = self._object(flat, depth)
+            if o is not None:
+                alts.append((NT(o),))
+        return alts
+
+    def _apply_not(self, s: dict, p: str, types: set[str]) -> set[str]:
+        if "not" not in s:
+            return types
+        sub = s["not"]
+        q = _ptr(p, "not")
+        flat = self.flatten([(sub, q)])
+        if flat is None:  # not false: no constraint
+            return types
+        if not flat:  # not true / not {}: nothing is valid
+            return set()
+        only_types = all(
+            set(k for k in ss if k not in ANNOTATIONS) <= {"type"} for ss, _ in flat
+        )
+        if only_types:
+            excluded = set(TYPES)
+            for ss, pp in flat:
+                if "type" in ss:
+                    excluded &= _type_set(ss["type"], _ptr(pp, "type"))
+            if "number" in excluded:
+                excluded.add("integer")
+            out = types - excluded
+            if "integer" in excluded and "number" in out:
+                self.unsupported("not", q, "excluding integers from numbers")
+            return out
+        self.unsupported("not", q, "only 'not' of types can be enforced")
+        return types
+
+    def _check_keywords(self, s: dict, p: str, types: set[str]) -> None:
+        if self.draft in ("draft6", "draft7") and "string" in types:
+            for kw in ("contentMediaType", "contentEncoding"):
+                if kw in s:
+                    self.warn(f"{kw} is not enforced (at {_ptr(p, kw)})")
+        for kw, v in s.items():
+            if kw in ANNOTATIONS or kw not in HANDLED:
+                continue
+            q = _ptr(p, kw)
+            if kw in ("if", "then", "else"):
+                if kw == "if" and ("then" in s or "else" in s):
+                    self.unsupported("if", q, "conditional subschemas (if/then/else)")
+                continue
+            if kw == "uniqueItems":
+                if v is True and "array" in types:
+                    self.unsupported(kw, q, "array items cannot be required to differ")
+                continue
+            if kw in ("contains", "unevaluatedItems") and "array" in types:
+                if kw == "unevaluatedItems" and v is True:
+                    continue
+                self.unsupported(kw, q)
+            if kw in ("dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties"):
+                if "object" in types and v not in ({}, True):
+                    self.unsupported(kw, q)
+
+    def _values(self, values: list, flat: list[Member], types: set[str], depth: int) -> list[tuple]:
+        """Alternatives for enum/const values that satisfy every member."""
+        keep = []
+        check = self._validator(flat)
+        for v in values:
+            t = _type_of(v)
+            if t not in types and not (t == "integer" and "number" in types):
+                continue
+            if check is not None and not check(v):
+                continue
+            keep.append(v)
+        alts = []
+        seen = set()
+        for v in keep:
+            text = self.layout.dumps(v, depth)
+            if text in seen:
+                continue
+            seen.add(text)
+            alts.append((self.term(("lit", text), "lit"),))
+        return alts
+
+    def _validator(self, flat: list[Member]) -> Callable[[Any], bool] | None:
+        interesting = [
+            s for s, _ in flat
+            if any(k not in ANNOTATIONS and k not in ("enum", "const", "type") and k in HANDLED for k in s)
+        ]
+        if not interesting:
+            return None
+        try:
+            import jsonschema
+        except ImportError:
+            self.warn("enum/const values are not checked against sibling keywords "
+                      "(install jsonschema)")
+            return None
+        cls = jsonschema.validators.validator_for(self.root, default=jsonschema.Draft202012Validator)
+        try:
+            root = cls(self.root if isinstance(self.root, (dict, bool)) else {})
+            vals = [root.evolve(schema=s) for s in interesting]
+        except Exception:  # noqa: BLE001
+            return None
+
+        def check(v: Any) -> bool:
+            try:
+                return all(val.is_valid(v) for val in vals)
+            except Exception:  # noqa: BLE001 - unresolvable refs: keep the value
+                return True
+
+        return check
+
+    # ------------------------------------------------------------------ numbers
+
+    def _number(self, flat: list[Member], *, integer: bool) -> str | tuple | None:
+        lo: tuple[Decimal, bool] | None = None  # (bound, strict)
+        hi: tuple[Decimal, bool] | None = None
+        mults: list[tuple[Fraction, str]] = []
+
+        def tighten_lo(b: Decimal, strict: bool) -> None:
+            nonlocal lo
+            if lo is None or b > lo[0] or (b == lo[0] and strict):
+                lo = (b, strict)
+
+        def tighten_hi(b: Decimal, strict: bool) -> None:
+            nonlocal hi
+            if hi is None or b < hi[0] or (b == hi[0] and strict):
+                hi = (b, strict)
+
+        for s, p in flat:
+            for kw in _NUMBER_KW:
+                if kw not in s:
+                    continue
+                v = s[kw]
+                q = _ptr(p, kw)
+                if isinstance(v, bool) and kw.startswith("exclusive"):
+                    continue  # draft-04 flag, read with minimum/maximum
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise SchemaError(f"'{kw}' must be a number, got {limited(v)}", q)
+                d = Decimal(repr(v)) if isinstance(v, float) else Decimal(v)
+                if kw == "minimum":
+                    tighten_lo(d, s.get("exclusiveMinimum") is True)
+                elif kw == "maximum":
+                    tighten_hi(d, s.get("exclusiveMaximum") is True)
+                elif kw == "exclusiveMinimum":
+                    tighten_lo(d, True)
+                elif kw == "exclusiveMaximum":
+                    tighten_hi(d, True)
+                else:
+                    if v <= 0:
+                        raise SchemaError(f"'multipleOf' must be > 0, got {v}", q)
+                    mults.append((Fraction(str(d)), q))
+        for b in (lo, hi):
+            if b is not None and abs(b[0]) >= Decimal(10) ** 60:
+                digits = len(str(int(abs(b[0]))))
+                if digits > 400:
+                    raise SchemaError(f"numeric bound with {digits} digits is too large", "#")
+        if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or hi[1]))):
+            return None
+        step: int | None = None
+        if mults:
+            frac_mults = [m for m, _ in mults if m.denominator != 1]
+            int_mults = [int(m) for m, _ in mults if m.denominator == 1]
+            if frac_mults:
+                if integer or int_mults:
+                    # an integer n is a multiple of p/q iff p divides n
+                    step = math.lcm(*(int_mults + [m.numerator for m in frac_mults]))
+                    integer = True
+                else:
+                    return self._fractional_multiple(frac_mults, mults[0][1], lo, hi)
+            else:
+                step = math.lcm(*int_mults)
+                integer = True  # multiples of an integer are integers
+        if integer:
+            ilo = None if lo is None else (math.floor(lo[0]) + 1 if lo[1] else math.ceil(lo[0]))
+            ihi = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] else math.floor(hi[0]))
+            if ilo is not None and ihi is not None and ilo > ihi:
+                return None
+            if step is not None and step > 1:
+                rx = num.multiples_regex(step, ilo, ihi)
+                if rx is None:
+                    self.unsupported("multipleOf", mults[0][1],
+                                     f"multiples of {step} over this range cannot be enumerated")
+                    rx = num.integer_range(ilo, ihi)
+                return None if rx == num.NEVER else rx
+            return num.integer_range(ilo, ihi)
+        if lo is None and hi is None:
+            return num.NUMBER
+        rx = num.decimal_range(
+            lo[0] if lo else None, lo[1] if lo else False, hi[0] if hi else None, hi[1] if hi else False
+        )
+        return None if rx == num.NEVER else rx
+
+    def _fractional_multiple(self, mults: list[Fraction], pointer: str, lo, hi) -> str | tuple | None:  # type: ignore[no-untyped-def]
+        m = mults[0]
+        if any(x != m for x in mults) or m.numerator != 1 or 10 ** (len(str(m.denominator)) - 1) != m.denominator:
+            self.unsupported("multipleOf", pointer, f"multipleOf {m} (only integers and 10^-k)")
+            return num.NUMBER
+        k = len(str(m.denominator)) - 1
+        digits = f"-?(?:0|[1-9][0-9]*)(?:\\.[0-9]{{1,{k}}})?"
+        if lo is None and hi is None:
+            return digits
+        rx = num.decimal_range(
+            lo[0] if lo else None, lo[1] if lo else False, hi[0] if hi else None, hi[1] if hi else False
+        )
+        if rx == num.NEVER:
+            return None
+        return ("and", rx, digits)
+
+    # ------------------------------------------------------------------ strings
+
+    def _string_body(self, flat: list[Member]) -> Any:
+        """The string-body language: a regex string, an expr tuple, None (any) or False."""
+        lo, hi = 0, None
+        lo_ptr = hi_ptr = "#"
+        pieces: list[tuple[st.Node | str, str]] = []  # AST or a ready regex
+        for s, p in flat:
+            if "minLength" in s:
+                v = s["minLength"]
+                if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                    if not (isinstance(v, float) and v.is_integer() and v >= 0):
+                        raise SchemaError(f"'minLength' must be a non-negative integer, got {limited(v)}", _ptr(p, "minLength"))
+                if int(v) > lo:
+                    lo, lo_ptr = int(v), _ptr(p, "minLength")
+            if "maxLength" in s:
+                v = s["maxLength"]
+                if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+                    raise SchemaError(f"'maxLength' must be a non-negative integer, got {limited(v)}", _ptr(p, "maxLength"))
+                if hi is None or int(v) < hi:
+                    hi, hi_ptr = int(v), _ptr(p, "maxLength")
+            if "pattern" in s:
+                pat = s["pattern"]
+                q = _ptr(p, "pattern")
+                if not isinstance(pat, str):
+                    raise SchemaError("'pattern' must be a string", q)
+                try:
+                    pieces.append((st.search_language(st.parse_pattern(pat)), q))
+                except st.PatternError as exc:
+                    self.unsupported("pattern", q, str(exc))
+            if "format" in s:
+                f = s["format"]
+                q = _ptr(p, "format")
+                if f in fmt.FORMATS:
+                    pieces.append((_format_language(f), q))
+                    if f in fmt.MAX_LENGTH and (hi is None or hi > fmt.MAX_LENGTH[f]):
+                        hi, hi_ptr = fmt.MAX_LENGTH[f], q
+                else:
+                    self.warn(f"format {limited(f)} is not enforced (at {q})")
+        if hi is not None and lo > hi:
+            return False
+        asts: list[tuple[st.Node | str, str]] = list(pieces)
+        # try to fold the length bounds into a single pattern exactly
+        need_length = lo > 0 or hi is not None
+        if need_length and asts:
+            folded = []
+            done = False
+            for a, q in asts:
+                if not done and not isinstance(a, str):
+                    b = st.with_length(a, lo, hi)
+                    if b is not None:
+                        a, done = b, True
+                folded.append((a, q))
+            asts = folded
+            need_length = not done
+        if need_length:
+            for bound, q in ((hi, hi_ptr), (lo, lo_ptr)):
+                if bound is not None and bound > self.max_repeat:
+                    raise SchemaError(
+                        f"length bound {bound} is over the limit of {self.max_repeat} "
+                        "(raise max_repeat)", q
+                    )
+            asts.append((st.rep(st.ANY, lo, hi), lo_ptr))
+        if not asts:
+            return None
+        regexes = []
+        for a, _ in asts:
+            if isinstance(a, str):
+                regexes.append(a)
+            elif st.is_empty_language(a):
+                return False
+            else:
+                regexes.append(st.render(a))
+        regexes = list(dict.fromkeys(regexes))
+        return regexes[0] if len(regexes) == 1 else ("and", *regexes)
+
+    def _string(self, flat: list[Member]) -> Spec | None:
+        body = self._string_body(flat)
+        if body is False:
+            return None
+        if body is None:
+            return ("rx", ANY_STRING)
+        if isinstance(body, str):
+            return ("rx", f'"{_wrap(body)}"')
+        return ("expr", ("concat", '"', body, '"'))
+
+    # ------------------------------------------------------------------ arrays
+
+    def _array(self, flat: list[Member], depth: int) -> str | None:
+        lo, hi = 0, None
+        prefix_lists: list[tuple[list, str, Any, str]] = []  # (prefix, ptr, rest, rest_ptr)
+        for s, p in flat:
+            for kw in ("minItems", "maxItems"):
+                if kw in s:
+                    v = s[kw]
+                    if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+                        raise SchemaError(f"'{kw}' must be a non-negative integer", _ptr(p, kw))
+                    if kw == "minItems":
+                        lo = max(lo, int(v))
+                    else:
+                        hi = int(v) if hi is None else min(hi, int(v))
+            prefix: list = []
+            pre_ptr = p
+            rest: Any = True
+            rest_ptr = p
+            items = s.get("items")
+            if "prefixItems" in s:
+                prefix, pre_ptr = s["prefixItems"], _ptr(p, "prefixItems")
+                if items is not None:
+                    rest, rest_ptr = items, _ptr(p, "items")
+            elif isinstance(items, list):
+                prefix, pre_ptr = items, _ptr(p, "items")
+                if "additionalItems" in s:
+                    rest, rest_ptr = s["additionalItems"], _ptr(p, "additionalItems")
+            elif items is not None:
+                rest, rest_ptr = items, _ptr(p, "items")
+            if prefix or rest is not True:
+                prefix_lists.append((prefix, pre_ptr, rest, rest_ptr))
+        k = max((len(pl[0]) for pl in prefix_lists), default=0)
+
+        def members_at(j: int) -> list[Member]:
+            out = []
+            for prefix, pre_ptr, rest, rest_ptr in prefix_lists:
+                if j < len(prefix):
+                    out.append((prefix[j], _ptr(pre_ptr, j)))
+                else:
+                    out.append((rest, rest_ptr))
+            return out
+
+        slots: list[str | None] = []
+        for j in range(k):
+            if hi is not None and j >= hi:
+                break
+            nt = self.node(members_at(j), depth + 1)
+            if nt is None:
+                hi = j if hi is None else min(hi, j)
+                break
+            slots.append(nt)
+        rest_nt = self.node(members_at(k), depth + 1) if (hi is None or hi > k) else None
+        if rest_nt is None:
+            hi = min(hi, len(slots)) if hi is not None else len(slots)
+        if hi is not None and lo > hi:
+            return None
+        # states j = items written so far; the last state loops when there is no maxItems
+        top = hi if hi is not None else max(k, lo, 1)
+        if top > MAX_ARRAY_STATES:
+            raise SchemaError(
+                f"minItems/maxItems {top} expands past the limit of {MAX_ARRAY_STATES} states",
+                flat[0][1],
+            )
+        name = [self.fresh("arr") for _ in range(top + 1)]
+        for j in range(top + 1):
+            if j >= lo:
+                self.rule(name[j], self.term(self.layout.close_array(depth, j == 0)))
+            if hi is not None and j >= hi:
+                continue
+            item = slots[j] if j < len(slots) else rest_nt
+            if item is None:
+                continue
+            sep = self.term(self.layout.array_sep(depth, j == 0))
+            nxt = name[j + 1] if j < top else name[j]
+            self.rule(name[j], sep, NT(item), NT(nxt))
+        return name[0]
+
+    # ------------------------------------------------------------------ objects
+
+    def _object(self, flat: list[Member], depth: int) -> str | None:
+        named: dict[str, list[Member]] = {}
+        required: list[str] = []
+        min_p, max_p = 0, None
+        name_schemas: list[Member] = []
+        for s, p in flat:
+            props = s.get("properties", {})
+            if not isinstance(props, dict):
+                raise SchemaError("'properties' must be an object", _ptr(p, "properties"))
+            for k in props:
+                named.setdefault(k, [])
+            for k in s.get("required", []) or []:
+                if not isinstance(k, str):
+                    raise SchemaError("'required' must list strings", _ptr(p, "required"))
+                if k not in required:
+                    required.append(k)
+            if "minProperties" in s:
+                min_p = max(min_p, int(s["minProperties"]))
+            if "maxProperties" in s:
+                v = int(s["maxProperties"])
+                max_p = v if max_p is None else min(max_p, v)
+            if "propertyNames" in s:
+                name_schemas.append((s["propertyNames"], _ptr(p, "propertyNames")))
+        for k in required:
+            named.setdefault(k, [])
+        # every member constrains every key: by properties, patternProperties or additional
+        patterns: list[tuple[str, Any, str, int]] = []  # (pattern, schema, ptr, member index)
+        for idx, (s, p) in enumerate(flat):
+            pp = s.get("patternProperties", {}) or {}
+            for pat, sub in pp.items():
+                patterns.append((pat, sub, _ptr(p, "patternProperties", pat), idx))
+        for k, conj in named.items():
+            for idx, (s, p) in enumerate(flat):
+                props = s.get("properties", {})
+                matched = False
+                if k in props:
+                    conj.append((props[k], _ptr(p, "properties", k)))
+                    matched = True
+                for pat, sub, q, i in patterns:
+                    if i == idx and self._pattern_matches(pat, k, q):
+                        conj.append((sub, q))
+                        matched = True
+                if not matched and "additionalProperties" in s:
+                    conj.append((s["additionalProperties"], _ptr(p, "additionalProperties")))
+        # property names must satisfy propertyNames
+        if name_schemas:
+            check = self._name_check(name_schemas)
+            for k in list(named):
+                if not check(k):
+                    if k in required:
+                        return None
+                    del named[k]
+        slots = []
+        for k, conj in named.items():
+            nt = self.node(conj, depth + 1)
+            if nt is None and k in required:
+                return None
+            if nt is not None:
+                slots.append((k, nt, k in required))
+        extras = self._extra_regions(flat, patterns, list(named), name_schemas, depth)
+        if max_p is not None and min_p > max_p:
+            return None
+        if self.order == "any" and len(slots) <= 8:
+            return self._object_any_order(slots, extras, min_p, max_p, depth)
+        if self.order == "any":
+            self.warn(f"property_order='any' is exact for up to 8 properties; "
+                      f"an object with {len(slots)} uses schema order")
+        return self._object_schema_order(slots, extras, min_p, max_p, depth)
+
+    def _pattern_matches(self, pattern: str, key: str, pointer: str) -> bool:
+        try:
+            lang = st.search_language(st.parse_pattern(pattern))
+        except st.PatternError as exc:
+            self.unsupported("patternProperties", pointer, str(exc))
+            return False
+        return st.matches(lang, key)
+
+    def _name_check(self, name_schemas: list[Member]) -> Callable[[str], bool]:
+        flat = self.flatten(name_schemas)
+        if flat is None:
+            return lambda k: False
+        body = self._string_body(flat)
+        if body is False:
+            return lambda k: False
+        if body is None:
+            check = self._validator(flat)
+            return (lambda k: True) if check is None else check
+        from tether import regex as rx
+
+        term = (Terminal("k", regex=f'"{_wrap(body)}"') if isinstance(body, str)
+                else Terminal("k", expr=("concat", '"', body, '"')))
+        node = term.to_node()
+        return lambda k: rx.matches(node, dumps_str(k).encode("utf-8"))
+
+    def _extra_regions(self, flat, patterns, named, name_schemas, depth):  # type: ignore[no-untyped-def]
+        """[(key body, value nonterminal)] for keys outside ``named`` (disjoint regions)."""
+        not_named = st.render(st.not_in(named))
+        names_body = None
+        if name_schemas:
+            nflat = self.flatten(name_schemas)
+            if nflat is None:
+                return []
+            names_body = self._name_body(nflat)
+            if names_body is False:
+                return []
+        if len(patterns) > 4:
+            distinct = {json.dumps(sub, sort_keys=True) for _, sub, _, _ in patterns}
+            members_with_add = [s for s, _ in flat if "additionalProperties" in s]
+            if len(distinct) == 1 and all(s.get("additionalProperties") is False for s in members_with_add) \
+                    and len({i for *_, i in patterns}) == 1:
+                pats = "|".join(f"(?:{st.render(st.search_language(st.parse_pattern(pt)))})" for pt, *_ in patterns)
+                pat, sub, q, i = patterns[0]
+                regions = [((pats,), [(sub, q)])]
+            else:
+                self.unsupported("patternProperties", patterns[0][2],
+                                 "more than 4 patterns with different schemas")
+                patterns = []
+                regions = None
+        else:
+            regions = None
+        if regions is None:
+            regions = []
+            compiled = []
+            for pat, sub, q, i in patterns:
+                try:
+                    compiled.append(st.render(st.search_language(st.parse_pattern(pat))))
+                except st.PatternError as exc:
+                    self.unsupported("patternProperties", q, str(exc))
+                    compiled.append(None)
+            n = len(patterns)
+            for mask in range(1 << n):
+                inside = [j for j in range(n) if mask >> j & 1]
+                if any(compiled[j] is None for j in inside):
+                    continue
+                conj: list[Member] = []
+                for idx, (s, p) in enumerate(flat):
+                    mine = [j for j in inside if patterns[j][3] == idx]
+                    if mine:
+                        conj += [(patterns[j][1], patterns[j][2]) for j in mine]
+                    elif "additionalProperties" in s:
+                        conj.append((s["additionalProperties"], _ptr(p, "additionalProperties")))
+                key_parts = [compiled[j] for j in inside]
+                key_parts += [("not", compiled[j]) for j in range(n) if j not in inside and compiled[j] is not None]
+                regions.append((tuple(key_parts), conj))
+        out = []
+        for key_parts, conj in regions:
+            nt = self.node(conj, depth + 1)
+            if nt is None:
+                continue
+            parts: list[Any] = [not_named, *key_parts]
+            if names_body is not None:
+                parts.append(names_body)
+            body = parts[0] if len(parts) == 1 else ("and", *parts)
+            if not self._body_nonempty(body):
+                continue
+            out.append((body, nt))
+        return out
+
+    def _name_body(self, nflat: list[Member]) -> Any:
+        """Key-body language for ``propertyNames`` (string keywords and enum/const)."""
+        body = self._string_body(nflat)
+        if body is False:
+            return False
+        lits = None
+        for s, _ in nflat:
+            for kw in ("enum", "const"):
+                if kw in s:
+                    vals = {v for v in ([s[kw]] if kw == "const" else s[kw]) if isinstance(v, str)}
+                    lits = vals if lits is None else lits & vals
+        if lits is None:
+            return body
+        if not lits:
+            return False
+        alt = st.render(st.alt(*[st.lit(v) for v in sorted(lits)]))
+        return alt if body is None else ("and", body if isinstance(body, str) else body, alt)
+
+    def _body_nonempty(self, body: Any) -> bool:
+        if isinstance(body, str):
+            return True
+        try:
+            from tether import regex as rx
+
+            node = Terminal("k", expr=("concat", '"', body, '"')).to_node()
+            return not rx.is_empty(node)
+        except Exception:  # noqa: BLE001 - keep the region if emptiness cannot be decided
+            return True
+
+    def _key_term(self, depth: int, first: bool, body: Any) -> T:
+        before, after = self.layout.open_key(depth, first)
+        if isinstance(body, str):
+            return self.term(("rx", f'{before}"{_wrap(body)}"{after}'), "key")
+        return self.term(("expr", ("concat", before, '"', body, '"', after)), "key")
+
+    def _object_schema_order(self, slots, extras, min_p, max_p, depth):  # type: ignore[no-untyped-def]
+        counting = min_p > 0 or max_p is not None
+        cap = max(1, max_p if max_p is not None else min_p) if counting else 1
+        if cap > self.max_repeat:
+            raise SchemaError(f"min/maxProperties {cap} is over the limit of {self.max_repeat}", "#")
+        n = len(slots)
+        names: dict[tuple[int, int], str] = {}
+
+        def S(i: int, c: int) -> str:  # noqa: N802 - rule family named as in the docs
+            key = (i, c)
+            if key in names:
+                return names[key]
+            name = names[key] = self.fresh("obj")
+            inc = min(c + 1, cap)
+            can_add = max_p is None or (c < max_p)
+            if i < n:
+                k, nt, req = slots[i]
+                if not req:
+                    self.rule(name, NT(S(i + 1, c)))
+                if can_add:
+                    self.rule(name, self.term(self.layout.key_literal(depth, c == 0, k), "key"),
+                              NT(nt), NT(S(i + 1, inc)))
+            else:
+                if c >= min_p or (not counting):
+                    self.rule(name, self.term(self.layout.close_object(depth, c == 0)))
+                if can_add:
+                    for body, nt in extras:
+                        self.rule(name, self._key_term(depth, c == 0, body), NT(nt), NT(S(n, inc)))
+            return name
+
+        # required properties beyond max_p make the object impossible
+        if max_p is not None and sum(1 for s in slots if s[2]) > max_p:
+            return None
+        return S(0, 0)
+
+    def _object_any_order(self, slots, extras, min_p, max_p, depth):  # type: ignore[no-untyped-def]
+        """Named properties in any order, each at most once; extras anywhere."""
+        n = len(slots)
+        counting = min_p > 0 or max_p is not None
+        cap = max(1, max_p if max_p is not None else min_p) if counting else 1
+        req_mask = sum(1 << i for i, s in enumerate(slots) if s[2])
+        names: dict[tuple[int, int], str] = {}
+
+        def S(used: int, c: int) -> str:  # noqa: N802
+            key = (used, c)
+            if key in names:
+                return names[key]
+            name = names[key] = self.fresh("obj")
+            inc = min(c + 1, cap)
+            can_add = max_p is None or c < max_p
+            if used & req_mask == req_mask and (c >= min_p or not counting):
+                self.rule(name, self.term(self.layout.close_object(depth, c == 0)))
+            if can_add:
+                for i, (k, nt, _) in enumerate(slots):
+                    if not used >> i & 1:
+                        self.rule(name, self.term(self.layout.key_literal(depth, c == 0, k), "key"),
+                                  NT(nt), NT(S(used | 1 << i, inc)))
+                for body, nt in extras:
+                    self.rule(name, self._key_term(depth, c == 0, body), NT(nt), NT(S(used, inc)))
+            return name
+
+        return S(0, 0)
+
+
+@functools.lru_cache(maxsize=None)
+def _format_language(name: str) -> st.Node:
+    return st.search_language(st.parse_pattern("^(?:" + fmt.FORMATS[name] + ")$"))
+
+
+def _wrap(body: str) -> str:
+    """Group a body regex so it can sit between two quotes."""
+    return body if "|" not in body else f"(?:{body})"
+
+
+def _type_set(t: Any, pointer: str) -> set[str]:
+    names = [t] if isinstance(t, str) else t
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        raise SchemaError(f"'type' must be a type name or a list of them, got {limited(t)}", pointer)
+    bad = [x for x in names if x not in TYPES]
+    if bad:
+        raise SchemaError(f"unknown type {bad[0]!r}; expected one of {', '.join(TYPES)}", pointer)
+    out = set(names)
+    if "number" in out:
+        out.add("integer")
+    return out
+
+
+def _disjoint(a: dict, b: dict) -> bool:
+    if not (a["types"] & b["types"]):
+        return True
+    if a["values"] is not None and b["values"] is not None:
+        if not ({_json_key(v) for v in a["values"]} & {_json_key(v) for v in b["values"]}):
+            return True
+    if a["values"] is not None and b["values"] is None:
+        if not any(_type_of(v) in b["types"] for v in a["values"]):
+            return True
+    if b["values"] is not None and a["values"] is None:
+        if not any(_type_of(v) in a["types"] for v in b["values"]):
+            return True
+    if a["types"] <= {"object"} or b["types"] <= {"object"}:
+        for k, ka in a["consts"].items():
+            kb = b["consts"].get(k)
+            if kb is not None and not (ka & kb):
+                return True
+    return False
+
+
+MAX_ARRAY_STATES = 10_000
+ANY_BODY = st.render(st.Rep(st.ANY, 0, None))
+# unconstrained strings accept every JSON escape (\\/ and \\uXXXX too)
+ANY_STRING = '"(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})*"'
+
+
+def compile_json_schema(
+    schema: Any,
+    *,
+    whitespace: Whitespace = "compact",
+    indent: int = 2,
+    max_whitespace: int = 16,
+    property_order: PropertyOrder = "schema",
+    lenient: bool = False,
+    draft: Draft | None = None,
+    max_repeat: int = 100_000,
+    max_rules: int = 200_000,
+    max_depth: int = 24,
+    max_expansion: int = 10_000,
+    resolve_remote: Callable[[str], Any] | None = None,
+) -> Grammar:
+    """Compile a JSON Schema into a Grammar whose language is the valid JSON documents.
+
+    Every document the grammar allows validates against ``schema`` (except where
+    ``Grammar.warnings`` says otherwise, e.g. ``lenient=True`` or a ``oneOf`` read as
+    ``anyOf``), and every valid document written in the output policy is allowed: the
+    layout given by ``whitespace`` (``"compact"``, ``"pretty"`` with ``indent``,
+    ``"flexible"`` with at most ``max_whitespace`` whitespace characters per gap), object
+    properties in ``properties`` order then additional ones (``property_order="schema"``)
+    or in any order (``"any"``), strings in canonical escaping, numbers as
+    ``dumps`` writes them. See docs/json_schema.md.
+
+    Args:
+        schema: the schema (a dict or a boolean), as ``json.loads`` returns it.
+        lenient: ignore what cannot be enforced, recording it in ``Grammar.warnings``.
+        draft: override the draft (default: from ``$schema``, else 2020-12).
+        max_repeat: largest ``maxLength``/``maxItems``/``maxProperties`` expanded.
+        max_rules: largest grammar, in rules.
+        max_depth: deepest nesting generated with ``whitespace="pretty"``.
+        max_expansion: most schemas a ``$ref``/``allOf`` chain may pull into one place.
+        resolve_remote: loads the document of a ``$ref`` outside this schema (URI → schema).
+
+    Raises:
+        UnsupportedSchemaError: a keyword that cannot be enforced (names keyword and pointer).
+        SchemaError: an invalid schema, or one that expands past a limit (names the pointer).
+
+    Cost: linear in the schema size for typical schemas; bounded by ``max_rules``.
+    """
+    if whitespace not in ("compact", "pretty", "flexible"):
+        raise ValueError(f"whitespace must be 'compact', 'pretty' or 'flexible'; got {whitespace!r}")
+    if property_order not in ("schema", "any"):
+        raise ValueError(f"property_order must be 'schema' or 'any'; got {property_order!r}")
+    if isinstance(schema, str):
+        schema = json.loads(schema)
+    c = _Compiler(
+        schema,
+        layout=Layout(whitespace, indent, max_whitespace),
+        property_order=property_order,
+        lenient=lenient,
+        draft=draft,
+        max_repeat=max_repeat,
+        max_rules=max_rules,
+        max_depth=max_depth,
+        max_expansion=max_expansion,
+        resolve_remote=resolve_remote,
+    )
+    start = c.node([(schema, "#")], 0)
+    if start is None:
+        raise SchemaError("the schema allows no value", "#")
+    c.rule("root", NT(start))
+    _prune(c.g)
+    if not any(r.lhs == "root" for r in c.g.rules):
+        raise SchemaError("the schema allows no finite value", "#")
+    return c.g
+
+
+def _prune(g: Grammar) -> None:
+    """Drop rules that use nonterminals deriving no finite text, then unreachable ones."""
+    productive: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for r in g.rules:
+            if r.lhs not in productive and all(
+                isinstance(x, T) or x.name in productive for x in r.rhs
+            ):
+                productive.add(r.lhs)
+                changed = True
+    g.rules = [r for r in g.rules if r.lhs in productive and all(
+        isinstance(x, T) or x.name in productive for x in r.rhs)]
+    reach = {g.start}
+    stack = [g.start]
+    by_lhs: dict[str, list] = {}
+    for r in g.rules:
+        by_lhs.setdefault(r.lhs, []).append(r)
+    used_t: set[str] = set()
+    while stack:
+        for r in by_lhs.get(stack.pop(), []):
+            for x in r.rhs:
+                if isinstance(x, NT) and x.name not in reach:
+                    reach.add(x.name)
+                    stack.append(x.name)
+                elif isinstance(x, T):
+                    used_t.add(x.name)
+    g.rules = [r for r in g.rules if r.lhs in reach]
+    g.terminals = {k: v for k, v in g.terminals.items() if k in used_t}
+
+
+__all__ = ["compile_json_schema"]
+_ = re  # re is used by layout helpers imported lazily
