@@ -113,12 +113,13 @@ class HoleDecoder:
 
     def __init__(self, model: Any, info: VocabInfo, prompt_tokens: list[int], name: str,
                  constraint: ast.expr | None, scope: dict[str, Any], future: frozenset[str],
-                 post_text: str = "", max_tokens: int = 128) -> None:
+                 post_text: str = "", max_tokens: int = 128, stop_on_masked: bool = True) -> None:
         self.model, self.info = model, info
         self.prompt_tokens = prompt_tokens
         self.name = name
         self.constraint = constraint
         self.post_text = post_text
+        self.stop_on_masked = stop_on_masked
         self.tokens: list[int] = []
         self.raw = b""
         self.state = HoleState(name, "", False, 0, scope, future - {name},
@@ -283,34 +284,58 @@ def log_softmax(logits: np.ndarray, n: int, temperature: float = 1.0) -> np.ndar
     return row - (m + math.log(np.exp(row - m).sum()))
 
 
+def _end_wish(dec: HoleDecoder, t: int) -> bool:
+    """The model's own choice ``t`` is masked: does it mean "end the hole here"?
+
+    With ``stop_on_masked`` (default) any masked first choice ends the hole when ending
+    is allowed (a base model that wants to leave an ``INT`` or a finished choice ends it
+    instead of being pushed into more digits); otherwise only a token starting the text
+    that follows the hole does.
+    """
+    return dec.stop_on_masked or dec.ends_by_post_text(t)
+
+
 def best_steps(dec: HoleDecoder, logits: np.ndarray, k: int, limit: int = 20000) -> list[Step]:
     """The ``k`` most likely allowed steps (END included), by raw model log-probability."""
     lp = log_softmax(logits, dec.info.size)
     out: list[Step] = []
     end_ok: bool | None = None
-    allowed = dec.prefilter()
-    if allowed is not None and dec.post_text:
-        top = int(np.argmax(logits[: dec.info.size]))
-        if dec.ends_by_post_text(top):
-            allowed = np.union1d(allowed, [top])
+
+    def add_end(t: int) -> None:
+        nonlocal end_ok
+        if any(s.token == END for s in out):
+            return
+        if end_ok is None:
+            end_ok = dec.end_allowed()
+        if end_ok:
+            out.append(Step(END, float(lp[t]), True, dec.text, "eos"))
+
+    top = int(np.argmax(np.where(dec.info.skip, -np.inf, logits[: dec.info.size])))
+    if top in dec.info.eos:
+        add_end(top)
+    else:
+        s = dec.check(top)
+        if s is not None:
+            s.logprob = float(lp[top])
+            out.append(s)
+        elif _end_wish(dec, top):
+            add_end(top)
+    if len(out) >= k:
+        return out
     looked = 0
-    for t in dec.ordered(logits, allowed):
+    for t in dec.ordered(logits, dec.prefilter()):
+        if t == top:
+            continue
         looked += 1
         if t in dec.info.eos:
-            if end_ok is None:
-                end_ok = dec.end_allowed()
-            if end_ok and not any(s.token == END for s in out):
-                out.append(Step(END, float(lp[t]), True, dec.text, "eos"))
+            add_end(t)
         else:
             s = dec.check(t)
             if s is not None:
                 s.logprob = float(lp[t])
                 out.append(s)
-            elif dec.ends_by_post_text(t) and not any(s.token == END for s in out):
-                if end_ok is None:
-                    end_ok = dec.end_allowed()
-                if end_ok:
-                    out.append(Step(END, float(lp[t]), True, dec.text, "eos"))
+            elif dec.ends_by_post_text(t):
+                add_end(t)
         if len(out) >= k or looked >= limit:
             break
     return out
@@ -318,42 +343,57 @@ def best_steps(dec: HoleDecoder, logits: np.ndarray, k: int, limit: int = 20000)
 
 def sample_step(dec: HoleDecoder, logits: np.ndarray, rng: np.random.Generator,
                 temperature: float = 1.0, limit: int = 5000) -> Step | None:
-    """Sample from the masked distribution by rejection (equal in distribution)."""
+    """Sample from the masked distribution by rejection (equal in distribution): draw from
+    the model, re-draw while the token is masked."""
     n = dec.info.size
-    allowed = dec.prefilter()
-    lp = log_softmax(logits, n, temperature)
-    if allowed is not None:
-        ids = allowed
-        if dec.post_text:
-            top = int(np.argmax(logits[:n]))
-            if dec.ends_by_post_text(top):
-                ids = np.union1d(allowed, [top])
-    else:
-        ids = np.nonzero(~dec.info.skip)[0]
-    p = np.exp(lp[ids] - lp[ids].max())
-    p /= p.sum()
+    lp_t = log_softmax(logits, n, temperature)
     base_lp = log_softmax(logits, n)
     end_ok: bool | None = None
+
+    def end_step(t: int) -> Step | None:
+        nonlocal end_ok
+        if end_ok is None:
+            end_ok = dec.end_allowed()
+        return Step(END, float(base_lp[t]), True, dec.text, "eos") if end_ok else None
+
+    # the model's own (unconstrained) draw first
+    full = np.exp(np.where(dec.info.skip, -np.inf, lp_t))
+    t = int(rng.choice(n, p=full / full.sum()))
+    if t in dec.info.eos:
+        st = end_step(t)
+        if st is not None:
+            return st
+    else:
+        s = dec.check(t)
+        if s is not None:
+            s.logprob = float(base_lp[t])
+            return s
+        if _end_wish(dec, t):
+            st = end_step(t)
+            if st is not None:
+                return st
+    allowed = dec.prefilter()
+    ids = allowed if allowed is not None else np.nonzero(~dec.info.skip)[0]
+    p = np.exp(lp_t[ids] - lp_t[ids].max())
     for _ in range(limit):
-        if p.sum() <= 0:
+        tot = p.sum()
+        if tot <= 0:
             return None
-        j = int(rng.choice(len(ids), p=p / p.sum()))
+        j = int(rng.choice(len(ids), p=p / tot))
         t = int(ids[j])
         if t in dec.info.eos:
-            if end_ok is None:
-                end_ok = dec.end_allowed()
-            if end_ok:
-                return Step(END, float(base_lp[t]), True, dec.text, "eos")
+            st = end_step(t)
+            if st is not None:
+                return st
         else:
             s = dec.check(t)
             if s is not None:
                 s.logprob = float(base_lp[t])
                 return s
             if dec.ends_by_post_text(t):
-                if end_ok is None:
-                    end_ok = dec.end_allowed()
-                if end_ok:
-                    return Step(END, float(base_lp[t]), True, dec.text, "eos")
+                st = end_step(t)
+                if st is not None:
+                    return st
         p[j] = 0.0
     steps = best_steps(dec, logits, 1)
     return steps[0] if steps else None

@@ -348,8 +348,7 @@ class Execution:
             elif kind == "input":
                 val = self._answer(lambda p=ev[1]: str(self.rt.input_fn(p)))
                 self.answers.append(val)
-                self.segments.append(Segment("input", str(val)))
-                send = val
+                send = val  # the prompt shows it where the program interpolates it
             elif kind == "await":
                 obj = ev[1]
                 val = self._answer(lambda o=obj: self.rt.resolve_await(o))
@@ -428,6 +427,7 @@ class Runtime:
         s = seed if seed is not None else args.get("seed")
         self.rng = np.random.default_rng(s)  # type: ignore[arg-type]
         self.chat_roles = chat_roles or {}
+        self.stop_on_masked = bool(args.get("stop_on_masked", True))
 
     # -- small services for executions ---------------------------------------------------
 
@@ -459,7 +459,7 @@ class Runtime:
         prompt = self.tokenize_prompt(ex.trace())
         self._count_start(len(prompt))
         return HoleDecoder(self.model, self.info, prompt, req.name, req.constraint, req.scope,
-                           req.future, req.post_text, self.max_tokens)
+                           req.future, req.post_text, self.max_tokens, self.stop_on_masked)
 
     def record(self, dec: HoleDecoder, req: HoleRequest, how: str) -> HoleRecord:
         self.model.costs.generated_tokens += len(dec.tokens)
