@@ -22,17 +22,18 @@ item. Left recursion needs nothing special.
 
 Cost per ``push``: linear in the items of the new row (constant for LR(k) grammars, as
 with Leo), plus the completions it triggers. ``pop`` is a slice deletion. A row keeps the
-rows built from it by each terminal set (``children``), so pushing the same lexeme again
-after a pop reuses the row instead of recomputing it, as the trie walk does constantly.
+last row built from it, so pushing the same lexeme again
+after a pop reuses the row instead of recomputing it (a one-entry cache per row, as
+llguidance does: the trie walk often pops and pushes the same lexeme again).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tether.parser.tables import ParserTables, Prediction, terminal_set
+from tether.parser.tables import ParserTables, Prediction
 
-_MAX_CHILDREN = 256  # per row; beyond this the cache of rebuilt rows is reset
+_EMPTY: dict[int, tuple[int, ...]] = {}  # shared by rows with nothing to scan or wait on
 
 
 class Row:
@@ -45,8 +46,8 @@ class Row:
         kscan: terminal -> kernel items advanced past it.
         kwait: nonterminal -> kernel items advanced past it.
         accepting: the text so far is a sentence.
-        leo: nonterminal -> topmost Leo item completing back to this row, or -1 (none).
-        children: terminal set -> row built from this one by scanning it (or None).
+        leo: nonterminal -> topmost Leo item completing back to this row, or -1 (none);
+            None until first needed.
     """
 
     __slots__ = (
@@ -57,7 +58,8 @@ class Row:
         "kwait",
         "accepting",
         "leo",
-        "children",
+        "_child_key",
+        "_child",
         "_allowed",
         "_key",
     )
@@ -65,10 +67,10 @@ class Row:
     def __init__(
         self,
         index: int,
-        kernel: set[int],
+        kernel: tuple[int, ...],
         pred: Prediction,
-        kscan: dict[int, list[int]],
-        kwait: dict[int, list[int]],
+        kscan: dict[int, tuple[int, ...]],
+        kwait: dict[int, tuple[int, ...]],
         accepting: bool,
     ) -> None:
         self.index = index
@@ -77,8 +79,9 @@ class Row:
         self.kscan = kscan
         self.kwait = kwait
         self.accepting = accepting
-        self.leo: dict[int, int] = {}
-        self.children: dict[frozenset[int], Row | None] = {}
+        self.leo: dict[int, int] | None = None
+        self._child_key: object = None  # the last lexeme scanned from this row, and the row
+        self._child: Row | None = None  # it gave (a one-entry cache: pushes repeat after pops)
         self._allowed: frozenset[int] | None = None
         self._key = -1
 
@@ -103,7 +106,7 @@ class EarleyParser:
         self.tables = tables
         self.leo = leo
         t = tables
-        first = Row(0, set(), t.prediction(frozenset((t.start,))), {}, {}, t.nullable[t.start])
+        first = Row(0, (), t.prediction(frozenset((t.start,))), _EMPTY, _EMPTY, t.nullable[t.start])
         self.rows: list[Row] = [first]
 
     # -- state -----------------------------------------------------------------------------
@@ -199,14 +202,18 @@ class EarleyParser:
 
         Returns False, leaving the parser unchanged, if none of them can be scanned here.
         """
-        ts = terminal_set(terminal_ids)
         row = self.rows[-1]
-        child = row.children.get(ts, row)
-        if child is row:  # not cached yet
-            child = self._scan(row, ts)
-            if len(row.children) >= _MAX_CHILDREN:
-                row.children.clear()
-            row.children[ts] = child
+        if isinstance(terminal_ids, int):
+            key: int | tuple[int, ...] = terminal_ids
+        else:
+            key = tuple(sorted(terminal_ids))
+            if len(key) == 1:
+                key = key[0]
+        if key == row._child_key:
+            child = row._child
+        else:
+            child = self._scan(row, (key,) if isinstance(key, int) else key)
+            row._child_key, row._child = key, child
         if child is None:
             return False
         self.rows.append(child)
@@ -229,7 +236,7 @@ class EarleyParser:
 
     # -- the algorithm ---------------------------------------------------------------------
 
-    def _scan(self, row: Row, ts: frozenset[int]) -> Row | None:
+    def _scan(self, row: Row, ts: tuple[int, ...]) -> Row | None:
         seeds: list[int] = []
         base = row.index << self.tables.pos_bits
         kscan, pscan = row.kscan, row.pred.scan
@@ -294,7 +301,16 @@ class EarleyParser:
                 if nullable[s]:
                     stack.append(it + 1)
         pred = t.prediction(frozenset(kwait)) if kwait else t.empty_prediction
-        return Row(len(rows), items, pred, kscan, kwait, t.accept_pos in items)
+        # tuples of ints (and dicts holding only those) are untracked by the cyclic GC, which
+        # otherwise rescans every row of a long input again and again
+        return Row(
+            len(rows),
+            tuple(items),
+            pred,
+            {k: tuple(v) for k, v in kscan.items()} if kscan else _EMPTY,
+            {k: tuple(v) for k, v in kwait.items()} if kwait else _EMPTY,
+            t.accept_pos in items,
+        )
 
     def _leo_top(self, j: int, a: int) -> int:
         """The topmost item of the deterministic completion chain that completing ``a``
@@ -313,6 +329,8 @@ class EarleyParser:
         while True:
             rj = rows[j]
             memo = rj.leo
+            if memo is None:
+                memo = rj.leo = {}
             r = memo.get(a)
             if r is not None:
                 if r >= 0:

@@ -1,0 +1,186 @@
+"""Parser time against input length: linear on right recursion (Leo) and on JSON.
+
+    PYTHONPATH=src python bench/bench_parser.py [--sizes 1000 10000 100000] [--repeat 3]
+
+For each grammar and input size (in lexemes) it times
+* ``EarleyParser.push`` over the lexeme sequence (terminal ids), and
+* ``ByteParser.feed`` over the same text (lexer + parser, byte by byte),
+and prints CPU seconds (``time.process_time``: the machine may be shared), microseconds
+per lexeme and the ratio to the smallest size
+(linear growth keeps µs/lexeme flat). The right-recursive grammar is also run with Leo
+items off, at small sizes only, to show the quadratic growth Leo removes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from tether.grammar.ir import NT, Grammar, T, Terminal  # noqa: E402
+from tether.parser import ByteParser, EarleyParser, ParserTables  # noqa: E402
+
+
+def right_recursive() -> Grammar:
+    """``list -> item "," list | item``, ``item -> NUMBER``."""
+    g = Grammar("list")
+    g.add_terminal(Terminal("NUMBER", regex="[0-9]+"))
+    g.add_terminal(Terminal("COMMA", literal=","))
+    g.add_rule("list", NT("item"), T("COMMA"), NT("list"))
+    g.add_rule("list", NT("item"))
+    g.add_rule("item", T("NUMBER"))
+    return g
+
+
+def json_grammar() -> Grammar:
+    """JSON over lexemes (strings, numbers, literals, punctuation; whitespace ignored);
+    object members right-recursive, array elements left-recursive."""
+    g = Grammar("value")
+    for name, kw in [
+        ("LBRACE", {"literal": "{"}),
+        ("RBRACE", {"literal": "}"}),
+        ("LBRACK", {"literal": "["}),
+        ("RBRACK", {"literal": "]"}),
+        ("COMMA", {"literal": ","}),
+        ("COLON", {"literal": ":"}),
+        ("STRING", {"regex": r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'}),
+        ("NUMBER", {"regex": r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?"}),
+        ("TRUE", {"literal": "true"}),
+        ("FALSE", {"literal": "false"}),
+        ("NULL", {"literal": "null"}),
+        ("WS", {"regex": r"[ \t\n\r]+"}),
+    ]:
+        g.add_terminal(Terminal(name, **kw))
+    g.ignore.append("WS")
+    for alt in ("object", "array"):
+        g.add_rule("value", NT(alt))
+    for term in ("STRING", "NUMBER", "TRUE", "FALSE", "NULL"):
+        g.add_rule("value", T(term))
+    g.add_rule("object", T("LBRACE"), T("RBRACE"))
+    g.add_rule("object", T("LBRACE"), NT("members"), T("RBRACE"))
+    g.add_rule("members", NT("pair"))
+    g.add_rule("members", NT("pair"), T("COMMA"), NT("members"))
+    g.add_rule("pair", T("STRING"), T("COLON"), NT("value"))
+    g.add_rule("array", T("LBRACK"), T("RBRACK"))
+    g.add_rule("array", T("LBRACK"), NT("elements"), T("RBRACK"))
+    g.add_rule("elements", NT("value"))
+    g.add_rule("elements", NT("elements"), T("COMMA"), NT("value"))
+    return g
+
+
+def list_input(n: int) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    i = 0
+    while len(out) < n - 1:
+        out += [("NUMBER", str(i)), ("COMMA", ",")]
+        i += 1
+    out.append(("NUMBER", str(i)))
+    return out
+
+
+def json_input(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """A JSON array of small records, about ``n`` lexemes (whitespace not counted)."""
+    rng = random.Random(seed)
+    out: list[tuple[str, str]] = [("LBRACK", "[")]
+
+    def record(k: int) -> None:
+        out.extend([("LBRACE", "{"), ("STRING", '"id"'), ("COLON", ":"), ("WS", " ")])
+        out.append(("NUMBER", str(k)))
+        out.extend([("COMMA", ","), ("WS", " "), ("STRING", '"name"'), ("COLON", ":")])
+        out.append(("STRING", f'"item \\u00e9{rng.randrange(1000)}"'))
+        out.extend([("COMMA", ","), ("STRING", '"tags"'), ("COLON", ":"), ("LBRACK", "[")])
+        for j in range(rng.randrange(1, 4)):
+            if j:
+                out.append(("COMMA", ","))
+            out.append(rng.choice([("TRUE", "true"), ("NULL", "null"), ("NUMBER", "-1.5e3")]))
+        out.extend([("RBRACK", "]"), ("COMMA", ","), ("STRING", '"nested"'), ("COLON", ":")])
+        out.extend([("LBRACE", "{"), ("STRING", '"ok"'), ("COLON", ":"), ("FALSE", "false")])
+        out.extend([("RBRACE", "}"), ("RBRACE", "}")])
+
+    k = 0
+    while sum(1 for t, _ in out if t != "WS") < n - 1:
+        if k:
+            out.extend([("COMMA", ","), ("WS", "\n")])
+        record(k)
+        k += 1
+    out.append(("RBRACK", "]"))
+    return out
+
+
+def time_push(tables: ParserTables, ids: list[int], leo: bool = True) -> float:
+    p = EarleyParser(tables, leo=leo)
+    t0 = time.process_time()
+    for t in ids:
+        if not p.push(t):
+            raise AssertionError("rejected a valid input")
+    dt = time.process_time() - t0
+    assert p.is_accepting()
+    return dt
+
+
+def time_bytes(bp: ByteParser, text: bytes) -> float:
+    p = ByteParser(bp.tables, lexer=bp.lexer)
+    p.feed(text[:200])  # warm the lexer DFA rows
+    p = ByteParser(bp.tables, lexer=bp.lexer)
+    t0 = time.process_time()
+    ok = p.feed(text)
+    dt = time.process_time() - t0
+    assert ok and p.is_accepting(), p.error
+    return dt
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    ap.add_argument("--repeat", type=int, default=3, help="best of N (1 for the largest size)")
+    ap.add_argument("--no-leo-sizes", type=int, nargs="*", default=[1_000, 2_000, 4_000])
+    args = ap.parse_args()
+    print(f"python {platform.python_version()} on {platform.machine()}, {platform.processor()}")
+    print(
+        f"{'grammar':<16}{'mode':<14}{'lexemes':>9}{'bytes':>10}{'cpu s':>10}"
+        f"{'µs/lexeme':>11}{'vs first':>10}"
+    )
+    cases = [
+        ("right-recursive", right_recursive(), list_input),
+        ("json", json_grammar(), json_input),
+    ]
+    for name, grammar, make in cases:
+        bp = ByteParser(grammar)
+        tables = bp.tables
+        for mode in ("push", "bytes"):
+            base = None
+            for n in args.sizes:
+                lexemes = make(n)
+                ids = [tables.terminal_ids[t] for t, _ in lexemes if t != "WS"]
+                text = "".join(x for _, x in lexemes).encode()
+                reps = args.repeat if n < max(args.sizes) else 1
+                if mode == "push":
+                    dt = min(time_push(tables, ids) for _ in range(reps))
+                else:
+                    dt = min(time_bytes(bp, text) for _ in range(reps))
+                per = dt / len(ids) * 1e6
+                base = base or per
+                print(
+                    f"{name:<16}{mode:<14}{len(ids):>9}{len(text):>10}{dt:>10.3f}"
+                    f"{per:>11.2f}{per / base:>10.2f}"
+                )
+        if name == "right-recursive":
+            base = None
+            for n in args.no_leo_sizes:
+                ids = [tables.terminal_ids[t] for t, _ in make(n)]
+                dt = time_push(tables, ids, leo=False)
+                per = dt / len(ids) * 1e6
+                base = base or per
+                print(
+                    f"{name:<16}{'push, no Leo':<14}{len(ids):>9}{'':>10}{dt:>10.3f}"
+                    f"{per:>11.2f}{per / base:>10.2f}"
+                )
+
+
+if __name__ == "__main__":
+    main()
