@@ -282,10 +282,17 @@ class _Parser:
                     val = _unescape(v.value[1:-1] if not v.value.endswith("i") else v.value[1:-2], self.text, v.pos, self.source)
                 elif v.kind == "number":
                     val = int(v.value, 0)
+                    if self.peek().value == "." and self.peek(1).kind == "number":  # 1.5
+                        self.next()
+                        val = float(f"{v.value}.{self.next().value}")
                 elif v.kind in ("regex", "name"):
                     val = (v.kind, v.value, v.pos)
                 else:
                     raise self.error(f"Expected token: a value for '{key.value}'", v.pos)
+            if key.value == "max_tokens" and not isinstance(val, int):
+                raise self.error("Expected token: max_tokens= needs a number", key.pos)
+            if key.value == "temperature" and not isinstance(val, int | float):
+                raise self.error("Expected token: temperature= needs a number", key.pos)
             out[key.value] = val
             t = self.next()
             if t.value == "]":
@@ -495,7 +502,7 @@ class _Parser:
             data = self.next().data
             return self.json_schema(data, t.pos)
         if t.kind == "directive" and t.value == "%regex":
-            raise self.error("%regex { ... } is not supported", t.pos)
+            return self.substring_regex(self.next().data, t.pos)
         if t.kind == "directive" and t.value == "%if":
             raise self.error("'%if' conditions (parametric rules) are not supported", t.pos)
         if t.value == "<[":
@@ -525,6 +532,47 @@ class _Parser:
         pattern = pattern.replace("\\/", "/")
         check_regex(pattern, flags, self.text, t.pos, self.source)
         return Rx(pattern, "".join(sorted(set(flags) - {"u"})), pos=t.pos)
+
+    def substring_regex(self, data: object, pos: int) -> Node:
+        """llguidance's ``%regex {"substring_words"|"substring_chars"|"substring_chunks": ...}``:
+        one lexeme matching any contiguous part of the text (whole words / any characters /
+        whole chunks), including the empty one."""
+        if not isinstance(data, dict):
+            raise self.error("failed to parse %regex: expected a JSON object", pos)
+        fields = {"substring_words", "substring_chars", "substring_chunks"}
+        for k in data:
+            if k not in fields:
+                raise self.error(f"unknown field '{k}' in %regex (expected one of {sorted(fields)})", pos)
+        if not data:
+            raise self.error("no fields set on %regex", pos)
+        if len(data) > 1:
+            raise self.error("only one field can be set on %regex", pos)
+        (key, value), = data.items()
+        if key == "substring_chunks":
+            if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+                raise self.error("failed to parse %regex: substring_chunks needs a list of strings", pos)
+            firsts, rests = list(value), list(value)
+        else:
+            if not isinstance(value, str):
+                raise self.error(f"failed to parse %regex: {key} needs a string", pos)
+            if key == "substring_chars":
+                firsts = rests = list(value)
+            else:  # words: a part starts and ends at word boundaries
+                parts = re.findall(r"\s+|\S+", value)
+                idx = [i for i, w in enumerate(parts) if not w.isspace()]
+                firsts = [parts[i] for i in idx]
+                rests = firsts[:1] + ["".join(parts[idx[k - 1] + 1 : idx[k] + 1]) for k in range(1, len(idx))]
+        from tether.grammar.ast import EPS
+        from tether.grammar.regexgen import to_regex
+
+        def tail(k: int) -> Node:  # (rests[k] (rests[k+1] ...)?)?
+            node: Node = EPS
+            for j in range(len(rests) - 1, k - 1, -1):
+                node = Rep(seq([Lit(rests[j]), node]), 0, 1)
+            return node
+
+        node = alt([EPS] + [seq([Lit(firsts[i]), tail(i + 1)]) for i in range(len(firsts))])
+        return Rx(to_regex(node, lambda r: EPS), pos=pos)
 
     def json_schema(self, data: object, pos: int) -> Node:
         try:
@@ -597,6 +645,8 @@ def from_lark(text: str, *, start: str = "start", source: str = "") -> Grammar:
         for r in sorted(refs(body), key=lambda r: r.pos):
             if r.name not in known:
                 raise GrammarError(f"unknown name '{r.name}'" + did_you_mean(r.name, known), text, r.pos, source)
+            if is_term and r.name in p.embedded:
+                raise GrammarError(f"%json cannot be used in terminals ('{name}')", text, r.pos, source)
             if is_term and r.name in p.rules:
                 raise GrammarError(f"terminal '{name}' cannot use rule '{r.name}' (rules cannot be used in terminals)",
                                    text, r.pos, source)
@@ -649,8 +699,17 @@ def _attr_terminal(lw: Lowering, name: str, attrs: dict[str, object], p: _Parser
             raise GrammarError(f"rule '{name}' has lexer attributes, so it cannot use rule '{r.name}'",
                                text, r.pos, source)
     stop = attrs.get("stop")
-    if stop is not None and not isinstance(stop, str):
-        raise GrammarError(f"stop= on '{name}' must be a string", text, p.positions[name], source)
+    stop_node: Node | None = None
+    if isinstance(stop, tuple):  # stop=/regex/ or stop=TERMINAL
+        kind, value, pos = stop
+        if kind == "regex":
+            stop_node = p.regex(_Tok("regex", str(value), int(pos)))
+        elif value in p.terms:
+            stop_node = Ref(str(value), pos=int(pos))
+        else:
+            raise GrammarError(f"stop= on '{name}' names '{value}', which is not a terminal",
+                               text, int(pos), source)
+        stop = None
     for k in ("max_tokens", "temperature"):
         if k in attrs:
             msg = f"{k}= on '{name}' is ignored (token-level limits belong to the decoder)"
@@ -658,9 +717,11 @@ def _attr_terminal(lw: Lowering, name: str, attrs: dict[str, object], p: _Parser
     ne = lw.nonempty(body)
     if ne is None:
         raise GrammarError(f"rule '{name}' matches only the empty string", text, p.positions[name], source)
+    if stop_node is not None:  # value (not containing the stop) then the stop; lazy
+        ne = seq([SetOp("and", (ne, SetOp("except", (stop_node,)))), stop_node])
     t = lw.terminal(ne, name.upper())
     term = lw.grammar.terminals[t.name]
-    lazy = bool(attrs.get("lazy", False)) or stop is not None
+    lazy = bool(attrs.get("lazy", False)) or stop is not None or stop_node is not None
     new = replace(term, stop=stop if stop else None, lazy=lazy)
     lw.grammar.terminals[t.name] = new
     return T(t.name)
@@ -687,15 +748,15 @@ def _check_cycles(p: _Parser, text: str, source: str) -> None:
 
 
 def _check_setops(node: Node, p: _Parser, text: str, source: str) -> None:
+    """``&`` and prefix ``~`` build terminals: as in llguidance they are refused in rules
+    (write ``ST: A & B`` and use ``ST``)."""
     stack = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, SetOp):
-            for r in refs(n):
-                if r.name in p.rules:
-                    raise GrammarError(f"& and ~ are only supported for terminals, not rules ('{r.name}')",
-                                       text, r.pos, source)
-            continue
+            op = "&" if n.op == "and" else "~"
+            raise GrammarError(f"{op} is only supported for terminals, not rules: define a terminal "
+                               f"(e.g. ST: A {op} B) and use it", text, n.pos, source)
         if hasattr(n, "items"):
             stack.extend(n.items)  # type: ignore[attr-defined]
         elif isinstance(n, Rep):
