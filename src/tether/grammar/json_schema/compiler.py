@@ -63,9 +63,18 @@ _ARRAY_KW = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", 
 _STRING_KW = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
-DEFAULT_BASE = "tether:///schema.json"
+DEFAULT_BASE = "https://tether.invalid/schema.json"
 
 Member = tuple[Any, str]  # (schema object, JSON pointer)
+
+
+def _join(base: str, ref: str) -> str:
+    """Resolve ``ref`` against ``base`` (RFC 3986; also for non-hierarchical URNs)."""
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", ref):
+        return ref
+    return urljoin(base, ref)
 
 
 def _ptr(base: str, *parts: object) -> str:
@@ -218,9 +227,9 @@ class _Compiler:
         ident = s.get("$id") if "$id" in s else (s.get("id") if self.draft == "draft4" else None)
         if isinstance(ident, str) and not (self.draft in ("draft4", "draft6", "draft7") and "$ref" in s):
             if ident.startswith("#") and self.draft in ("draft4", "draft6", "draft7"):
-                self.index[urljoin(base, ident)] = s  # plain-name fragment (old drafts)
+                self.index[_join(base, ident)] = s  # plain-name fragment (old drafts)
             else:
-                base = urljoin(base, ident)
+                base = _join(base, ident)
                 self.index[urldefrag(base)[0]] = s
                 self.docs.setdefault(urldefrag(base)[0], s)
         for kw in ("$anchor", "$dynamicAnchor"):
@@ -248,7 +257,7 @@ class _Compiler:
         if not isinstance(ref, str):
             raise SchemaError("'$ref' must be a string", pointer)
         base = self.base_of.get(id(holder), DEFAULT_BASE)
-        target = urljoin(base, ref)
+        target = _join(base, ref)
         if target in self.index:
             s = self.index[target]
             return s, self.ptr_of.get(id(s), target)
@@ -1242,4 +1251,3 @@ def _prune(g: Grammar) -> None:
 
 
 __all__ = ["compile_json_schema"]
-_ = re  # re is used by layout helpers imported lazily

@@ -336,7 +336,18 @@ class _Parser:
                     v = 0x10000 + ((v - 0xD800) << 10) + (v2 - 0xDC00)
             return CSet(((v, v),))
         if c in ("p", "P"):
-            raise self.error("Unicode property escape \\" + c)
+            from tether.regex.charset import general_category
+
+            j = self.p.find("}", self.i)
+            if self.peek() != "{" or j < 0:
+                raise self.error("bad Unicode property escape \\" + c)
+            name = self.p[self.i + 1 : j]
+            found = general_category(name)
+            if found is None:
+                raise self.error(f"Unicode property {name!r} (only general categories)")
+            self.i = j + 1
+            r = norm(list(found))
+            return CSet(r if c == "p" else complement(r))
         if c.isdigit():
             raise self.error("backreference")
         if c == "k":
