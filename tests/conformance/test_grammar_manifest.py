@@ -132,3 +132,49 @@ def test_loading_report() -> None:
     for f, r in reasons.items():
         print(f"skipped {f}: {r}")
     assert all(reasons.values())
+
+
+# -- the test vectors the manifest lists (grammar text inline, strings with expected kinds) ----
+
+VECTORS = DATA / "vectors"
+
+
+def _vector_cases() -> list:
+    out = []
+    llama = json.loads((VECTORS / "llama.cpp-test-grammar-integration.json").read_text())
+    for c in llama["cases"]:
+        if c["format"] == "gbnf":  # json_schema cases belong to the schema compiler's tests
+            kinds = c.get("invalid_kinds") or ["invalid"] * len(c["invalid"])
+            strings = [(s, "valid") for s in c["valid"]] + list(
+                zip(c["invalid"], kinds, strict=True)
+            )
+            out.append(pytest.param("gbnf", c["grammar"], strings, id=f"llama.cpp-{c['line']}"))
+    lg = json.loads((VECTORS / "llguidance-test-lark.json").read_text())
+    for c in lg["cases"]:
+        if c["uses_llguidance_extensions"]:  # %json, lazy/stop attributes, ... : front-end tests
+            continue
+        strings = [(s, "valid") for s in c["valid"]]
+        strings += [(s, "viable_prefix") for s in c["invalid_viable_prefix"]]
+        strings += [(s, "dead") for s in c["invalid"]]
+        out.append(pytest.param("lark", c["grammar"], strings, id=f"llguidance-{c['line']}"))
+    return out
+
+
+@pytest.mark.parametrize("fmt, text, strings", _vector_cases())
+def test_vector_case(fmt: str, text: str, strings: list[tuple[str, str]]) -> None:
+    fn = _front_end(fmt)
+    if fn is None:
+        pytest.skip(f"no {fmt} front end yet")
+    try:
+        bp = ByteParser(fn(text))
+    except (GrammarError, RegexError, NotImplementedError) as exc:
+        pytest.skip(f"the front end cannot load it: {str(exc).splitlines()[0]}")
+    wrong = []
+    for s, kind in strings:
+        p = ByteParser(bp.tables, lexer=bp.lexer)
+        viable = p.feed(s)
+        got = "valid" if viable and p.is_accepting() else "viable_prefix" if viable else "dead"
+        # "invalid" (kind not recorded) means viable_prefix or dead
+        if got != kind and not (kind == "invalid" and got != "valid"):
+            wrong.append(f"{s[:60]!r}: expected {kind}, got {got} ({p.error})")
+    assert not wrong, "\n".join(wrong)
