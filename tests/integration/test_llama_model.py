@@ -129,3 +129,36 @@ def test_errors(model: LlamaCppModel, tmp_path: Path) -> None:
 def test_chat_template(model: LlamaCppModel) -> None:
     text = model.apply_chat_template([{"role": "user", "content": "Hi"}])
     assert text == "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n"
+
+
+def test_forward_pass_releases_the_gil(model: LlamaCppModel) -> None:
+    """While llama.cpp evaluates, Python code in another thread keeps running (room to
+    compute the next mask during the forward pass)."""
+    import sys
+    import threading
+
+    ids = model.tokenize(PROMPT * 6, add_bos=True)
+    model.reset()
+    done = threading.Event()
+    ticks = 0
+
+    def count() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+
+    # A long switch interval: the other thread can only run while this one waits in
+    # C code without the GIL (a GIL-holding call would leave ``during`` at zero).
+    old_interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.5)
+    worker = threading.Thread(target=count)
+    worker.start()
+    try:
+        before = ticks
+        model.logits(ids)  # a long prompt: tens of milliseconds in C
+        during = ticks - before
+    finally:
+        done.set()
+        worker.join()
+        sys.setswitchinterval(old_interval)
+    assert during > 1000, f"the other thread ran only {during} iterations"
