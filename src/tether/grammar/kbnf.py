@@ -76,6 +76,8 @@ class _Parser:
         pos = 0
         while pos < len(text):
             m = _TOKEN.match(text, pos)
+            if text.startswith("(*", pos) and (m is None or m.lastgroup != "comment"):
+                raise GrammarError("unterminated comment: missing '*)'", text, pos, source)
             if m is None:
                 c = text[pos]
                 what = "unterminated comment" if text.startswith("(*", pos) else (

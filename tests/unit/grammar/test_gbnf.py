@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference import cf_accepts
+from grammar_reference import cf_accepts
 
 from tether.errors import GrammarError
 from tether.grammar import Grammar
@@ -175,7 +175,7 @@ def _samples(g: Grammar, rnd: random.Random, k: int) -> list[str]:
     for _ in range(k * 3):
         budget = [30]
 
-        def gen(name: str) -> str | None:
+        def gen(name: str, budget: list[int] = budget) -> str | None:
             budget[0] -= 1
             if budget[0] < 0:
                 return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from reference import cf_accepts
+from grammar_reference import cf_accepts
 
 from tether.errors import GrammarError
 from tether.grammar import Grammar
