@@ -6,9 +6,9 @@ import random
 from pathlib import Path
 
 import pytest
+from grammar_reference import cf_accepts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from grammar_reference import cf_accepts
 
 from tether.errors import GrammarError
 from tether.grammar import Grammar
