@@ -326,7 +326,12 @@ class Vocabulary:
             model.get("type") == "Unigram" and not byte_level
         )
         byte_fallback = bool(model.get("byte_fallback")) or "ByteFallback" in kinds
-        if not (byte_level or metaspace or "WordPiece" in kinds or byte_fallback):
+        if "WordPiece" in kinds or model.get("type") == "WordPiece":
+            raise VocabularyError(
+                f"{name}: WordPiece tokenizers (BERT) insert spaces between words when "
+                "decoding, so their tokens have no exact bytes"
+            )
+        if not (byte_level or metaspace or byte_fallback):
             if kinds:
                 raise VocabularyError(f"{name}: decoder {sorted(kinds)} cannot be mapped to bytes")
             # no decoder: tokens are the text itself (e.g. a character-level tokenizer)

@@ -122,6 +122,15 @@ def test_hf_unknown_decoder_raises(tmp_path) -> None:  # type: ignore[no-untyped
         Vocabulary.from_hf(path)
 
 
+def test_hf_wordpiece_raises(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    spec = {"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "run": 1, "##ning": 2}},
+            "decoder": {"type": "WordPiece", "prefix": "##"}}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec))
+    with pytest.raises(VocabularyError, match="WordPiece tokenizers .* have no exact bytes"):
+        Vocabulary.from_hf(path)
+
+
 def test_gguf_not_gguf(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "x.gguf"
     path.write_bytes(b"NOPE" + bytes(40))
