@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import sys
 import textwrap
 import types
@@ -34,6 +35,8 @@ from tether.lang.runtime import ACTIVE, NestedCall, Program, Runtime, post, pre
 from tether.lang.syntax import DecoderSpec, QueryAst, parse_body, parse_decoder, parse_query
 
 __all__ = ["Query", "load_query", "query", "run_query"]
+
+_TEXT_COUNTER = 0
 
 
 def compat_namespace() -> types.SimpleNamespace:
@@ -151,8 +154,16 @@ def load_query(source: str | Path, *, filename: str | None = None, params: list[
         filename = filename or str(path)
     else:
         text = str(source)
-    qast = parse_query(text, filename or "<query>")
-    return Query(qast, name=Path(filename).stem if filename else "query", params=params, env=env, **options)
+    if filename is None or filename.startswith("<"):
+        # a unique name known to linecache: tracebacks and nested @query docstrings
+        # (read back from source) work for queries given as text
+        global _TEXT_COUNTER
+        _TEXT_COUNTER += 1
+        filename = f"<query-{_TEXT_COUNTER}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    qast = parse_query(text, filename)
+    name = "query" if filename.startswith("<") else Path(filename).stem
+    return Query(qast, name=name, params=params, env=env, **options)
 
 
 def run_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) -> Any:
@@ -161,6 +172,9 @@ def run_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) 
     run_opts = {k: kwargs.pop(k) for k in ("decoder", "input_fn", "max_tokens", "seed", "chat_roles") if k in kwargs}
     q = load_query(source, params=list(kwargs))
     return q.run(*args, model=model, **run_opts, **kwargs)
+
+
+_MARKERS = ("lmql", "tether", "query")
 
 
 def _function_query_text(fn: Callable[..., Any]) -> tuple[str, str]:
@@ -176,12 +190,15 @@ def _function_query_text(fn: Callable[..., Any]) -> tuple[str, str]:
         mod = ast.parse(src)
         fdef = next(n for n in ast.walk(mod) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
         stmts = fdef.body
-        body_is_doc = len(stmts) == 1 and isinstance(stmts[0], ast.Expr) and isinstance(getattr(stmts[0], "value", None), ast.Constant)
+        first_stmt = stmts[0]
+        marked = (isinstance(first_stmt, ast.Expr) and isinstance(first_stmt.value, ast.Constant)
+                  and isinstance(first_stmt.value.value, str)
+                  and first_stmt.value.value.lstrip(" ").split("\n", 1)[0].strip().lower() in _MARKERS)
+        body_is_doc = len(stmts) == 1 and marked
         if not body_is_doc:
             lines = src.splitlines(keepends=True)
             first = stmts[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and len(stmts) > 1 and doc:
-                # a leading docstring documents the query; it is not a prompt
+            if marked and len(stmts) > 1:
                 first = stmts[1]
             return textwrap.dedent("".join(lines[first.lineno - 1 :])), filename
         # the docstring as written (escapes like \n stay escapes inside query strings)
@@ -193,7 +210,7 @@ def _function_query_text(fn: Callable[..., Any]) -> tuple[str, str]:
     if doc is None:
         raise TypeError(f"@query function {fn.__name__} has neither a query body nor a query docstring")
     lines = doc.split("\n")
-    if lines and lines[0].strip().lower() in ("lmql", "tether", "query"):
+    if lines and lines[0].strip().lower() in _MARKERS:
         lines = lines[1:]
     return textwrap.dedent("\n".join(lines)).strip("\n") + "\n", filename
 
