@@ -271,12 +271,15 @@ class EarleyParser:
             if s < 0:  # complete: A -> γ . from origin j (j is before this row)
                 j = it >> pb
                 a = lhs[p]
+                rj = rows[j]
                 if use_leo:
-                    top = self._leo_top(j, a)
+                    memo = rj.leo
+                    top = memo.get(a, -2) if memo is not None else -2
+                    if top == -2:
+                        top = self._leo_top(j, a)
                     if top >= 0:
                         stack.append(top)
                         continue
-                rj = rows[j]
                 w = rj.kwait.get(a)
                 if w:
                     stack += w
@@ -323,8 +326,8 @@ class EarleyParser:
         sym, lhs, pb = t.sym, t.lhs, t.pos_bits
         pm = (1 << pb) - 1
         rows = self.rows
-        chain: list[tuple[dict[int, int], int]] = []
-        seen: set[tuple[int, int]] = set()
+        chain: list[tuple[dict[int, int], int]] = []  # links found, memoized at the end
+        seen: set[tuple[int, int]] | None = None
         top = -1
         while True:
             rj = rows[j]
@@ -336,18 +339,23 @@ class EarleyParser:
                 if r >= 0:
                     top = r
                 break
-            kw = rj.kwait.get(a, ())
-            pw = rj.pred.wait.get(a, ())
-            if len(kw) + len(pw) != 1:
+            kw = rj.kwait.get(a)
+            pw = rj.pred.wait.get(a)
+            if kw:
+                w = kw[0] if len(kw) == 1 and not pw else -1
+            else:
+                w = (j << pb) | pw[0] if pw and len(pw) == 1 else -1
+            if w < 0 or sym[w & pm] >= 0:  # not exactly one waiting item, or it goes on
                 memo[a] = -1
                 break
-            w = kw[0] if kw else (j << pb) | pw[0]
-            if sym[w & pm] >= 0 or (j, a) in seen:
-                memo[a] = -1
-                if (j, a) in seen:  # a cycle of unit rules: no Leo items on it
+            if chain:
+                if seen is None:
+                    seen = {(j, a)}
+                elif (j, a) in seen:  # a cycle of unit rules: no Leo items on it
                     top = -1
-                break
-            seen.add((j, a))
+                    break
+                else:
+                    seen.add((j, a))
             chain.append((memo, a))
             top = w
             j, a = w >> pb, lhs[w & pm]
