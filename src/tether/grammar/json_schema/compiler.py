@@ -965,7 +965,7 @@ class _Compiler:
         if regions is None:
             regions = []
             compiled = []
-            for pat, sub, q, i in patterns:
+            for pat, _sub, q, _i in patterns:
                 try:
                     compiled.append(st.render(st.search_language(st.parse_pattern(pat))))
                 except st.PatternError as exc:
@@ -1072,7 +1072,6 @@ class _Compiler:
 
     def _object_any_order(self, slots, extras, min_p, max_p, depth):  # type: ignore[no-untyped-def]
         """Named properties in any order, each at most once; extras anywhere."""
-        n = len(slots)
         counting = min_p > 0 or max_p is not None
         cap = max(1, max_p if max_p is not None else min_p) if counting else 1
         req_mask = sum(1 << i for i, s in enumerate(slots) if s[2])
@@ -1099,7 +1098,7 @@ class _Compiler:
         return S(0, 0)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _format_language(name: str) -> st.Node:
     return st.search_language(st.parse_pattern("^(?:" + fmt.FORMATS[name] + ")$"))
 

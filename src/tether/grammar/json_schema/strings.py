@@ -636,7 +636,12 @@ def _uhex(cps: list[int]) -> str:
     for high, lows in sorted(by_high.items()):
         runs = norm([(x, x) for x in lows])
         hexd = "0123456789abcdef"
-        cls = "".join(hexd[a] if a == b else f"{hexd[a]}{hexd[b]}" if b == a + 1 else f"{hexd[a]}-{hexd[b]}" for a, b in runs)
+        pieces = []
+        for a, b in runs:  # ranges must not span '9'..'a' (other characters lie between)
+            for lo_, hi_ in ((a, min(b, 9)), (max(a, 10), b)):
+                if lo_ <= hi_:
+                    pieces.append(hexd[lo_] if lo_ == hi_ else f"{hexd[lo_]}-{hexd[hi_]}")
+        cls = "".join(pieces)
         alts.append(f"{high:x}" + (cls if len(lows) == 1 else f"[{cls}]"))
     body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
     return "\\\\u00" + body
