@@ -107,6 +107,27 @@ def _is_type_like(obj: Any) -> bool:
     return isinstance(obj, type) or typing.get_origin(obj) is not None
 
 
+def _typed_spec(output: Any) -> OutputSpec | None:
+    """Pydantic models and Python types, through the grammar layer's ``pytypes`` (closed
+    objects, typed parsing) when present, else through Pydantic directly."""
+    if isinstance(output, str) or not (_is_pydantic_model(output) or _is_type_like(output)):
+        return None
+    kind: Kind = "pydantic" if _is_pydantic_model(output) else "type"
+    try:
+        from tether.grammar import pytypes
+    except ImportError:
+        pytypes = None  # type: ignore[assignment]
+    if pytypes is not None:
+        schema = pytypes.schema_of(output)
+        return OutputSpec(kind, json_grammar(schema), lambda s: pytypes.parse_value(output, s), schema=schema)
+    if kind == "pydantic":
+        schema = output.model_json_schema()
+        return OutputSpec(kind, json_grammar(schema), output.model_validate_json, schema=schema)
+    adapter = _pydantic().TypeAdapter(output)
+    schema = adapter.json_schema()
+    return OutputSpec(kind, json_grammar(schema), adapter.validate_json, schema=schema)
+
+
 def output_spec(output: Any) -> OutputSpec:
     """Lower ``output`` (see the module table). Raises ConstraintError for other objects."""
     if output is None:
@@ -121,18 +142,14 @@ def output_spec(output: Any) -> OutputSpec:
         return OutputSpec("choices", choices_grammar(opts), lambda s: s, choices=opts)
     if isinstance(output, dict) or isinstance(output, bool):
         return OutputSpec("json", json_grammar(output), json.loads, schema=output if isinstance(output, dict) else None)
-    if _is_pydantic_model(output):
-        schema = output.model_json_schema()
-        return OutputSpec("pydantic", json_grammar(schema), output.model_validate_json, schema=schema)
+    typed = _typed_spec(output)
+    if typed is not None:
+        return typed
     if isinstance(output, str):
         raise ConstraintError(
             f"output={limited(output)} is a plain string: write tether.program.regex({limited(output)}) "
             "for a regex, or [..] for a list of choices"
         )
-    if _is_type_like(output):
-        adapter = _pydantic().TypeAdapter(output)
-        schema = adapter.json_schema()
-        return OutputSpec("type", json_grammar(schema), adapter.validate_json, schema=schema)
     raise ConstraintError(
         f"cannot use {type(output).__name__} {limited(output)} as output: expected None, "
         "tether.program.regex(...), a list of strings, a JSON Schema dict, a Pydantic model, "
