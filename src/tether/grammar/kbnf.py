@@ -213,10 +213,115 @@ def from_kbnf(text: str, *, start: str | None = None, source: str = "") -> Gramm
                 raise GrammarError(f"rule '{r.name}' is used but not defined" + did_you_mean(r.name, set(p.rules)),
                                    text, r.pos, source)
     _check_regular_operands(p, text, source)
-    lw = Lowering(p.rules, start, mode="lexeme", text=text, source=source)
-    g = lw.run(p.order)
+    rules = _lower_literal_excepts(p.rules)
+    lw = Lowering(rules, start, mode="char", text=text, source=source)
+    g = lw.run(p.order + [n for n in rules if n not in p.rules])
     return simplify(g, text=text, source=source, positions=p.positions,
                     warn_unreachable=set(p.rules) - ast_reachable(p.rules, start))
+
+
+def _literals(node: Node, rules: dict[str, Node]) -> list[str] | None:
+    """The strings of ``node`` if it is a literal or an alternation of literals."""
+    from tether.grammar.ast import Alt, Lit
+
+    if isinstance(node, Ref):
+        return _literals(rules[node.name], rules)
+    if isinstance(node, Lit) and node.text and not node.ignore_case:
+        return [node.text]
+    if isinstance(node, Alt):
+        out: list[str] = []
+        for it in node.items:
+            sub = _literals(it, rules)
+            if sub is None:
+                return None
+            out += sub
+        return out
+    return None
+
+
+def _lower_literal_excepts(rules: dict[str, Node]) -> dict[str, Node]:
+    """Replace ``except!(literals)`` by right-linear rules over single characters.
+
+    Each rule is a state of the automaton of "no pattern occurs" (the partial matches in
+    progress), so the text up to the excluded string is recognized exactly, character by
+    character, with no lexing choice (a greedy terminal would swallow the start of the
+    string that follows it). ``except!`` of a regex stays a set-operation terminal.
+    """
+    from tether.grammar.ast import EPS, Alt, Cls, Seq, complement, normalize
+
+    out = dict(rules)
+    made: dict[tuple[tuple[str, ...], int | None], str] = {}
+
+    def build(pats: list[str], limit: int | None) -> str | None:
+        key = (tuple(sorted(set(pats))), limit)
+        if key in made:
+            return made[key]
+        chars = sorted({c for p in pats for c in p})
+        prefixes = {p[:i] for p in pats for i in range(1, len(p))}
+
+        def step(st: frozenset[str], c: str) -> frozenset[str] | None:
+            nxt = {q + c for q in (*st, "")}
+            if any(x.endswith(p) for x in nxt for p in pats):
+                return None  # an excluded string would occur
+            return frozenset(x for x in nxt if x in prefixes)
+
+        states: dict[frozenset[str], int] = {frozenset(): 0}
+        rows: dict[int, dict[str, frozenset[str] | None]] = {}
+        todo = [frozenset[str]()]
+        while todo:
+            st = todo.pop()
+            rows[states[st]] = row = {c: step(st, c) for c in chars}
+            for ns in row.values():
+                if ns is not None and ns not in states:
+                    states[ns] = len(states)
+                    todo.append(ns)
+        n_states = len(states)
+        if limit is not None and n_states * (limit + 1) > 5000:
+            return None
+        base = f"except{len(made) + 1}"
+        other = Cls(complement(normalize([(ord(c), ord(c)) for c in chars])))
+        layers = [None] if limit is None else list(range(limit, -1, -1))
+
+        def name(i: int, k: int | None) -> str:
+            return f"{base}_s{i}" if k is None else f"{base}_s{i}_n{k}"
+
+        for k in layers:
+            nk = None if k is None else k - 1
+            for i in states.values():
+                alts: list[Node] = [EPS]
+                if k is None or k > 0:
+                    by_target: dict[int, list[str]] = {}
+                    for c, ns in rows[i].items():
+                        if ns is not None:
+                            by_target.setdefault(states[ns], []).append(c)
+                    by_target.setdefault(0, [])
+                    for tgt, cs in sorted(by_target.items()):
+                        rs = normalize([(ord(c), ord(c)) for c in cs])
+                        if tgt == 0:
+                            rs = normalize(list(rs) + list(other.ranges))
+                        if rs:
+                            alts.append(Seq((Cls(rs), Ref(name(tgt, nk)))))
+                out[name(i, k)] = Alt(tuple(alts)) if len(alts) > 1 else alts[0]
+        made[key] = name(0, layers[0])
+        return made[key]
+
+    def rewrite(n: Node) -> Node:
+        if isinstance(n, SetOp) and n.op == "except":
+            pats = _literals(n.args[0], rules)
+            if pats:
+                r = build(pats, n.max_reps)
+                if r is not None:
+                    return Ref(r, pos=n.pos)
+            return n
+        if isinstance(n, Seq | Alt):
+            return type(n)(tuple(rewrite(i) for i in n.items), pos=n.pos)
+        if isinstance(n, Rep):
+            return Rep(rewrite(n.item), n.lo, n.hi, pos=n.pos)
+        return n
+
+    for k, v in rules.items():
+        out[k] = rewrite(v)
+    return out
 
 
 def _check_regular_operands(p: _Parser, text: str, source: str) -> None:

@@ -221,8 +221,26 @@ class Lowering:
             got = all(r.name in self.lexical and r not in self.split for r in refs(node))
             if got and isinstance(node, Ref):
                 got = node not in self.split
+            if got and not isinstance(node, Rx | SetOp) and self._has_opaque(node):
+                got = False  # opaque regexes stay terminals of their own
             self._unitable[node] = got
         return got
+
+    def _has_opaque(self, node: Node) -> bool:
+        stack, seen = [node], set()
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Rx | SetOp):
+                return True
+            if isinstance(n, Ref):
+                if n.name not in seen and n.name in self.rules:
+                    seen.add(n.name)
+                    stack.append(self.rules[n.name])
+            elif isinstance(n, Seq | Alt):
+                stack.extend(n.items)
+            elif isinstance(n, Rep):
+                stack.append(n.item)
+        return False
 
     def is_unit(self, node: Node) -> bool:
         return self.unitable(node) and node not in self.split
@@ -234,7 +252,7 @@ class Lowering:
         parts: list[Node] = []
         run: list[Node] = []
         for it in node.items:
-            if self.unitable(it) and not isinstance(it, Ref) or self.is_unit(it):
+            if self.is_unit(it) and not isinstance(it, Rx | SetOp):
                 run.append(it)
                 continue
             if run:
@@ -302,7 +320,9 @@ class Lowering:
                     continue
                 done.add(name)
                 self._collect(self.rules[name], self.facts.follow_rule[name], units, todo)
-            cands = [(n, self.nonempty(n)) for n in units]
+            # opaque regexes (KBNF #"...", except! of a regex) are greedy terminals by
+            # definition: they are neither tested nor split
+            cands = [(n, self.nonempty(n)) for n in units if not isinstance(n, Rx | SetOp)]
             cands = [(n, ne) for n, ne in cands if ne is not None]
             firsts = {n: self.facts.first(ne) for n, ne in cands}
             for _, ne in cands:

@@ -1,0 +1,59 @@
+"""Python constructors and composition: from_regex, from_choices, sequence, union, embed."""
+
+from __future__ import annotations
+
+import pytest
+from grammar_reference import cf_accepts
+
+from tether.errors import GrammarError, RegexError
+from tether.grammar import NT, Grammar
+
+
+def test_from_regex() -> None:
+    g = Grammar.from_regex(r"[0-9]{2,3}")
+    assert len(g.terminals) == 1 and cf_accepts(g, "123") and not cf_accepts(g, "1")
+    with pytest.raises(RegexError):
+        Grammar.from_regex("a(")
+
+
+def test_from_regex_matching_empty() -> None:
+    parser = pytest.importorskip("tether.parser")
+    g = Grammar.from_regex("a*")
+    assert parser.accepts(g, "") and parser.accepts(g, "aaa") and not parser.accepts(g, "b")
+
+
+def test_from_choices() -> None:
+    g = Grammar.from_choices(["yes", "no", "yes", ""])
+    assert {t.literal for t in g.terminals.values()} == {"yes", "no"}
+    for s in ["yes", "no", ""]:
+        assert cf_accepts(g, s)
+    assert not cf_accepts(g, "yesno")
+    with pytest.raises(GrammarError, match="empty"):
+        Grammar.from_choices([])
+
+
+def test_sequence_and_union_rename_clashing_symbols() -> None:
+    a = Grammar.from_gbnf('root ::= x "!"\nx ::= "a"+ | "(" x ")"')
+    b = Grammar.from_gbnf('root ::= x "?"\nx ::= "b"+ | "[" x "]"')
+    s = Grammar.sequence(a, b)
+    assert cf_accepts(s, "(a)![[b]]?") and not cf_accepts(s, "(b)![[a]]?")
+    u = Grammar.union(a, b)
+    assert cf_accepts(u, "aa!") and cf_accepts(u, "[b]?") and not cf_accepts(u, "aa?")
+
+
+def test_embed_as_a_nonterminal() -> None:
+    host = Grammar.from_lark('start: "<" "x" ">"')
+    inner = Grammar.from_regex("[0-9]+")
+    ref = host.embed(inner, "number")
+    assert ref == NT("number")
+    host.add_rule("start", ref)
+    assert cf_accepts(host.simplified(), "42") and cf_accepts(host.simplified(), "<x>")
+    with pytest.raises(GrammarError, match="already"):
+        host.embed(inner, "number")
+
+
+def test_grammars_with_different_ignores_do_not_combine() -> None:
+    a = Grammar.from_lark('start: "a"\n%import common.WS\n%ignore WS')
+    b = Grammar.from_lark('start: "b"')
+    with pytest.raises(GrammarError, match="ignore"):
+        Grammar.sequence(a, b)
