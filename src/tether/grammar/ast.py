@@ -86,6 +86,7 @@ class Rx(Node):
     pattern: str
     flags: str = ""  # subset of "imsx" (Lark flags), already checked
     lazy: bool = False
+    flavor: str = "python"  # or "ecma" (xgrammar's Regex("..."))
     pos: int = field(default=-1, compare=False)
 
 

@@ -10,7 +10,8 @@
 3. ``simplify`` validates and cleans up. The start rule is ``root``.
 
 ``strict=True`` also rejects what llama.cpp rejects but tether can handle: ``_`` in rule
-names, ``{,n}`` and left recursion.
+names, ``{,n}``, left recursion, and xgrammar's ``Regex("...")`` (one ECMAScript regex
+terminal, matched greedily like any regex terminal).
 """
 
 from __future__ import annotations
@@ -141,6 +142,25 @@ class _Reader:
             raise self.error("empty character class matches nothing", start)
         return Cls(rs, pos=start)
 
+    def regex_call(self, start: int) -> Node:
+        """xgrammar's ``Regex("pattern")``: one ECMAScript-flavor regex terminal."""
+        from tether.grammar.ast import Rx
+        from tether.grammar.lark import check_regex
+
+        self.pos += 1
+        self.space(True)
+        if self.peek() != '"':
+            raise self.error("expected a string after 'Regex('")
+        lit_pos = self.pos
+        lit = self.literal()
+        pattern = lit.text if isinstance(lit, Lit) else ""
+        self.space(True)
+        if self.peek() != ")":
+            raise self.error("Regex(...) options are not supported; expected ')'")
+        self.pos += 1
+        check_regex(pattern, "", self.text, lit_pos, self.source, flavor="ecma")
+        return Rx(pattern, flavor="ecma", pos=start)
+
     def integer(self) -> int:
         start = self.pos
         while self.peek().isdigit():
@@ -160,7 +180,11 @@ class _Reader:
             elif c == "[":
                 items.append(self.char_class())
             elif self.is_word(c):
-                items.append(Ref(self.name(), pos=p))
+                name = self.name()
+                if name == "Regex" and self.peek() == "(" and not self.strict:
+                    items.append(self.regex_call(p))
+                else:
+                    items.append(Ref(name, pos=p))
             elif c == "(":
                 self.pos += 1
                 self.space(True)

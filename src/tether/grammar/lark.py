@@ -133,7 +133,7 @@ def _unescape(body: str, text: str, pos: int, source: str) -> str:
     return "".join(out)
 
 
-def check_regex(pattern: str, flags: str, text: str, pos: int, source: str) -> None:
+def check_regex(pattern: str, flags: str, text: str, pos: int, source: str, flavor: str = "python") -> None:
     """Raise GrammarError (at the regex's place in ``text``) if tether cannot use
     ``pattern``: look-around, backreferences, or a syntax error."""
     for m in re.finditer(r"\\.|\(\?<?[=!]|\\[1-9]|\(\?P=", pattern):
@@ -147,7 +147,7 @@ def check_regex(pattern: str, flags: str, text: str, pos: int, source: str) -> N
     try:
         from tether import regex as _rx
 
-        _rx.parse(pattern, ignore_case="i" in flags, dotall="s" in flags)
+        _rx.parse(pattern, flavor=flavor, ignore_case="i" in flags, dotall="s" in flags)
         return
     except RegexError as exc:
         off = exc.offset if exc.offset >= 0 else 0

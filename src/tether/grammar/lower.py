@@ -54,7 +54,7 @@ from tether.grammar.ast import (
 from tether.grammar.ir import NT, Grammar, Symbol, T, Terminal
 from tether.grammar.regexgen import has_setop, terminal_expr, to_regex
 
-NONEMPTY = Rx("(?s:.)+")
+NONEMPTY = Rx("[\\s\\S]+")  # valid in both regex flavors
 Mode = Literal["lexeme", "char"]
 
 
@@ -150,6 +150,10 @@ class Lowering:
         """The IR terminal for a non-nullable lexical ``node``."""
         if isinstance(node, Lit):
             key: tuple[object, ...] = ("lit", node.text, node.ignore_case)
+        elif isinstance(node, Rx) and not node.flags:  # keep the user's regex as written
+            key = ("re", node.pattern) if node.flavor == "python" else ("re", node.pattern, node.flavor)
+            if node.lazy:
+                key = (*key, "lazy")
         else:
             expr = terminal_expr(node, self.resolve)
             key = ("expr", expr) if isinstance(expr, tuple) else ("re", expr)
@@ -169,9 +173,12 @@ class Lowering:
         if key[0] == "lit":
             t = Terminal(name, literal=str(key[1]), ignore_case=bool(key[2]))
         elif key[0] == "re":
-            t = Terminal(name, regex=str(key[1]), lazy=isinstance(node, Rx) and node.lazy)
+            flavor = node.flavor if isinstance(node, Rx) else "python"
+            t = Terminal(name, regex=str(key[1]), lazy=isinstance(node, Rx) and node.lazy,
+                         flavor=flavor)  # type: ignore[arg-type]
         else:
-            t = Terminal(name, expr=key[1])  # type: ignore[arg-type]
+            ecma = any(isinstance(a, Rx) and a.flavor == "ecma" for a in getattr(node, "args", ()))
+            t = Terminal(name, expr=key[1], flavor="ecma" if ecma else "python")  # type: ignore[arg-type]
         self._term_by_key[key] = name
         self.grammar.add_terminal(t)
         return T(name)

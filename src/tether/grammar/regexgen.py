@@ -98,6 +98,10 @@ def to_regex(node: Node, resolve: Callable[[Ref], Node]) -> str:
     if isinstance(node, Cls):
         return class_regex(node)
     if isinstance(node, Rx):
+        if node.flavor != "python":  # the terminal takes the ECMAScript flavor (see lower)
+            if node.flags:
+                raise ValueError("flags on an ECMAScript regex are not supported")
+            return f"(?:{node.pattern})"
         flags = node.flags.replace("u", "")
         return f"(?{flags}:{node.pattern})" if flags else f"(?:{node.pattern})"
     if isinstance(node, Ref):
