@@ -73,7 +73,7 @@ class CompiledConstraint:
         self._mask_bytes = 0
         self._mask_limit = mask_cache_bytes
         self._depth_cache: dict[int, int] = {}
-        self.stats = {"mask_hits": 0, "mask_misses": 0}
+        self.stats = {"mask_hits": 0, "mask_misses": 0, "slow_steps": 0}
 
     # ---- public ---------------------------------------------------------------------------
     def matcher(self) -> Matcher:
@@ -98,8 +98,12 @@ class CompiledConstraint:
         return c >= 0 and bool(st.naccept[c])
 
     def mask_into(self, ls: int, node: int, at_start: bool, parser: Callable[[], Any],
-                  out: NDArray[np.uint32]) -> None:
-        """Write the mask of ``(ls, node, at_start)`` into ``out`` (EOS included)."""
+                  out: NDArray[np.uint32], hint: tuple[int, int] | None = None) -> None:
+        """Write the mask of ``(ls, node, at_start)`` into ``out`` (EOS included).
+
+        ``hint = (previous lexer state, n)``: ``ls`` was reached from it by a text token
+        of ``n`` bytes inside one lexeme, so its slice containment depth is at least the
+        previous one minus ``n`` (used instead of a search when that is deep enough)."""
         key = (ls, node, at_start)
         hit = self._masks.get(key)
         if hit is not None:
@@ -112,8 +116,13 @@ class CompiledConstraint:
                 out[idx] = words
             return
         self.stats["mask_misses"] += 1
-        fill_mask(self.vindex, self.steps, ls, node, parser, out, slices=self.use_slices,
-                  depth_cache=self._depth_cache)
+        if hint is not None and ls not in self._depth_cache:
+            k0 = self._depth_cache.get(hint[0])
+            if k0 is not None and k0 - hint[1] >= 16:
+                self._depth_cache[ls] = k0 - hint[1]
+        self.stats["slow_steps"] += fill_mask(self.vindex, self.steps, ls, node, parser, out,
+                                              slices=self.use_slices,
+                                              depth_cache=self._depth_cache)
         if not at_start:
             a = self.steps.accid_of(ls)
             if a >= 0:  # make sure the accepting test below has its transition

@@ -27,7 +27,7 @@ def allowed_bytes_at(steps: Any, ls: int, node: int, parser: Any) -> list[int]:
     """Bytes that may follow state ``(ls, node)``; ``parser()`` gives a parser at ``node``."""
     row = steps.table[ls]
     if (row == UNKNOWN).any():
-        steps.dfa.fill_row(ls)
+        steps.fill_row(ls)
         row = steps.table[ls]
     ok = row >= 0
     a = steps.accid_of(ls)
@@ -37,7 +37,7 @@ def allowed_bytes_at(steps: Any, ls: int, node: int, parser: Any) -> list[int]:
             s0 = int(steps.nstart[c])
             row2 = steps.table[s0]
             if (row2 == UNKNOWN).any():
-                steps.dfa.fill_row(s0)
+                steps.fill_row(s0)
                 row2 = steps.table[s0]
             ok |= row2 >= 0
     return np.flatnonzero(ok).tolist()

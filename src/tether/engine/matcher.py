@@ -33,7 +33,7 @@ class Matcher:
     """
 
     __slots__ = ("cc", "_ls", "_node", "_start", "_parser", "_hist", "_eos", "error",
-                 "_out_len")
+                 "_out_len", "_hint")
 
     def __init__(self, cc: CompiledConstraint) -> None:
         self.cc = cc
@@ -45,6 +45,7 @@ class Matcher:
         self._eos = False
         self.error: str | None = None
         self._out_len = 0
+        self._hint: tuple[int, int] | None = None
 
     # ---- state ----------------------------------------------------------------------------
     @property
@@ -60,7 +61,7 @@ class Matcher:
         m.cc, m._ls, m._node, m._start = self.cc, self._ls, self._node, self._start
         m._parser = self._parser.copy()
         m._hist = list(self._hist)
-        m._eos, m.error, m._out_len = self._eos, self.error, self._out_len
+        m._eos, m.error, m._out_len, m._hint = self._eos, self.error, self._out_len, self._hint
         return m
 
     def is_accepting(self) -> bool:
@@ -96,7 +97,8 @@ class Matcher:
         if self._eos:
             out.fill(0)
             return out
-        self.cc.mask_into(self._ls, self._node, self._start, self._parser_at_node, out)
+        self.cc.mask_into(self._ls, self._node, self._start, self._parser_at_node, out,
+                          self._hint)
         return out
 
     # ---- moves ----------------------------------------------------------------------------
@@ -121,6 +123,7 @@ class Matcher:
 
     def _restore(self, h: tuple[int, int, bool, int, bool, int]) -> None:
         self._ls, self._node, self._start, rows, self._eos, self._out_len = h
+        self._hint = None
         if self._parser.n_rows > rows:
             self._parser.truncate(rows)
 
@@ -158,6 +161,7 @@ class Matcher:
             self.error = f"special token {token} is not allowed by the constraint"
             return False
         h = self._save()
+        ls0, node0, start0 = self._ls, self._node, self._start
         for i, b in enumerate(data):
             if not self._step(b):
                 allowed = _show_bytes(self.allowed_bytes())
@@ -167,6 +171,10 @@ class Matcher:
                     f"byte {self._out_len + i}; allowed there: {allowed}"
                 )
                 return False
+        # a text token inside one lexeme: the slice containment of the new lexer state is
+        # at least the old one minus its length (see slices.containment_depth)
+        self._hint = ((ls0, len(data)) if self._node == node0 and not start0 and not
+                      self._start and self.cc.vindex.is_text_token(token) else None)
         self._out_len += len(data)
         self._hist.append(h)
         self.error = None

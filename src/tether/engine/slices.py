@@ -13,7 +13,9 @@ allowed without a walk: the mask ORs the slice masks and walks only the rest (a 
 thousand tokens of Gemma's 262,144). ``containment_depth`` finds ``k`` by a breadth-
 first search over (lexer state, UTF-8 decoder state) pairs; it is cached per lexer
 state. The test is exact (no token is added that the walk would reject) because the
-checked set of strings contains every token of the slice.
+checked set of strings contains every token of the slice. Buckets are fine-grained (one
+per byte length up to 16) so that a bounded string (``maxLength``) that allows ``k`` more
+bytes still takes every slice up to ``k`` from one precomputed union mask.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from tether.tokens.bitmask import allocate_mask
 from tether.tokens.trie import TokenTrie, build_trie
 from tether.tokens.vocabulary import Vocabulary
 
-DEFAULT_BUCKETS: tuple[int, ...] = (8, 16)
+DEFAULT_BUCKETS: tuple[int, ...] = (*range(1, 17), 20, 24, 32)
 INF = 1 << 30
 
 # UTF-8 decoder states: 0 = between characters; others = inside a character.
@@ -66,6 +68,14 @@ def is_text_prefix(data: bytes) -> bool:
                 break
         else:
             return False
+    return True
+
+
+def _complete_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
     return True
 
 
@@ -117,6 +127,10 @@ class VocabIndex:
             else:
                 rest[i] = t
         self.rest = build_trie(rest, special)
+        self._text_ids = np.zeros(size, np.bool_)  # whole text characters only
+        for i, t in enumerate(toks):
+            if t and i not in special and is_text_prefix(t) and _complete_utf8(t):
+                self._text_ids[i] = True
         self.slices: list[Slice] = []
         lo = 1
         for k, hi in enumerate(bounds):
@@ -127,20 +141,29 @@ class VocabIndex:
                 np.bitwise_or.at(mask, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
             self.slices.append(Slice(lo, hi, trie, mask, counts[k]))
             lo = hi + 1
+        self.slices = [s for s in self.slices if s.n_tokens]
         self.max_slice_len = max((s.trie.max_depth for s in self.slices), default=0)
+        # union[j] = OR of the masks of slices[:j + 1]
+        self.union: list[NDArray[np.uint32]] = []
+        acc = allocate_mask(size)
+        for sl in self.slices:
+            acc = acc | sl.mask
+            self.union.append(acc)
+        self.slice_tops = [min(sl.hi, sl.trie.max_depth) for sl in self.slices]
 
-    def parts_to_walk(self, depth_ok: int) -> tuple[list[TokenTrie], list[Slice]]:
-        """(tries to walk, slices to OR in) when text strings of ``depth_ok`` bytes are safe."""
-        walk = [self.rest]
-        take = []
-        for s in self.slices:
-            if s.n_tokens == 0:
-                continue
-            if min(s.hi, s.trie.max_depth) <= depth_ok:
-                take.append(s)
-            else:
-                walk.append(s.trie)
-        return walk, take
+    def is_text_token(self, token: int) -> bool:
+        """The token is whole text characters (a slice token not cut inside a character)."""
+        return bool(self._text_ids[token])
+
+    def parts_to_walk(self, depth_ok: int) -> tuple[list[TokenTrie], NDArray[np.uint32] | None]:
+        """(tries to walk, union mask of the slices taken whole, or None) when every text
+        string of up to ``depth_ok`` bytes is safe. With nothing safe: the full trie."""
+        j = 0
+        while j < len(self.slices) and self.slice_tops[j] <= depth_ok:
+            j += 1
+        if j == 0:
+            return [self.trie], None
+        return [self.rest] + [s.trie for s in self.slices[j:]], self.union[j - 1]
 
 
 _CACHE: OrderedDict[tuple[str, tuple[int, ...]], VocabIndex] = OrderedDict()
@@ -159,14 +182,16 @@ def vocab_index(vocab: Vocabulary, buckets: tuple[int, ...] = DEFAULT_BUCKETS) -
     return hit
 
 
-def containment_depth(table_of, fill_row, state: int, limit: int, ends=None) -> int:  # type: ignore[no-untyped-def]
+def containment_depth(table_of, fill_row, state: int, limit: int, ends=None,  # type: ignore[no-untyped-def]
+                      budget: int = 256) -> int:
     """Largest ``k <= limit`` such that every text string of ``<= k`` bytes keeps the
     lexer alive from ``state`` (``INF`` if no text string ever kills it).
 
     ``table_of()`` returns the current lexer table (re-read: filling may reallocate);
     ``fill_row(s)`` fills row ``s``; ``ends(s)`` (optional) is True for states where the
     lexeme ends at once (lazy terminals), which count as leaving the lexeme.
-    Breadth-first over (lexer state, UTF-8 state).
+    Breadth-first over (lexer state, UTF-8 state); after ``budget`` pairs it stops and
+    returns the depth verified so far (a counted string, ``{0,N}``, has N levels).
     """
     seen = {(state, _B)}
     frontier = [(state, _B)]
@@ -174,6 +199,8 @@ def containment_depth(table_of, fill_row, state: int, limit: int, ends=None) -> 
     while frontier:
         if depth >= limit:
             return limit
+        if len(seen) > budget:
+            return depth
         nxt = []
         for ls, us in frontier:
             bs, ns = _UTF8_MOVES[us]

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.engine.rows import fill_row as _fill_row
+
 DEAD = -1
 UNKNOWN = -2
 
@@ -106,11 +108,15 @@ class StepTables:
         self._ensure_accid(state)
         return bool(self.lazyf[state] == 1)
 
+    def fill_row(self, state: int) -> None:
+        """Make lexer row ``state`` known (``rows.fill_row``)."""
+        _fill_row(self.dfa, state)
+
     def lex_step(self, state: int, b: int) -> int:
         """Lexer transition, filling the row if unknown."""
         s = int(self.dfa.table[state, b])
         if s == UNKNOWN:
-            self.dfa.fill_row(state)
+            _fill_row(self.dfa, state)
             s = int(self.dfa.table[state, b])
         return s
 

@@ -100,21 +100,26 @@ def walk_trie(trie: TokenTrie, dup_next: NDArray[np.int32], steps: StepTables, l
 
 def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
               root_parser: Callable[[], Any], mask: NDArray[np.uint32], *,
-              slices: bool = True, depth_cache: dict[int, int] | None = None) -> None:
-    """Overwrite ``mask`` with the tokens allowed from ``(ls, node)`` (EOS not included)."""
-    mask.fill(0)
+              slices: bool = True, depth_cache: dict[int, int] | None = None) -> int:
+    """Overwrite ``mask`` with the tokens allowed from ``(ls, node)`` (EOS not included).
+
+    Returns the number of slow-path steps taken (table entries filled by Python)."""
     if not slices:
-        walk_trie(vindex.trie, vindex.dup_next, steps, ls, node, root_parser, mask)
-        return
+        mask.fill(0)
+        return walk_trie(vindex.trie, vindex.dup_next, steps, ls, node, root_parser, mask)
     k = depth_cache.get(ls) if depth_cache is not None else None
     if k is None:
         ends = steps.is_lazy_accept if steps.lazy else None
-        k = containment_depth(lambda: steps.table, steps.dfa.fill_row, ls, vindex.max_slice_len,
+        k = containment_depth(lambda: steps.table, steps.fill_row, ls, vindex.max_slice_len,
                               ends)
         if depth_cache is not None:
             depth_cache[ls] = k
-    tries, take = vindex.parts_to_walk(k)
-    for s in take:
-        np.bitwise_or(mask, s.mask, out=mask)
+    tries, union = vindex.parts_to_walk(k)
+    if union is None:
+        mask.fill(0)
+    else:
+        np.copyto(mask, union)
+    misses = 0
     for t in tries:
-        walk_trie(t, vindex.dup_next, steps, ls, node, root_parser, mask)
+        misses += walk_trie(t, vindex.dup_next, steps, ls, node, root_parser, mask)
+    return misses
