@@ -110,6 +110,8 @@ class LlamaCppModel:
         n_threads: compute threads; None = ``default_threads()``.
         n_ctx: context length in tokens (KV cache size).
         n_batch: most tokens sent to ``llama_decode`` at once (longer prompts are split).
+        n_seq: KV-cache slots for ``logits_batch`` (beams, samples): each slot keeps one
+            sequence's cache; slots share the cells of common prefixes.
         verbose: let llama.cpp log to stderr.
 
     Raises:
@@ -126,8 +128,11 @@ class LlamaCppModel:
         n_threads: int | None = None,
         n_ctx: int = 4096,
         n_batch: int = 512,
+        n_seq: int = 8,
         verbose: bool = False,
     ) -> None:
+        if not 1 <= n_seq <= n_batch:
+            raise ValueError(f"n_seq must lie in [1, n_batch={n_batch}]; got {n_seq}")
         lib = _init_backend(verbose)
         self._lib = lib
         self.path = Path(path) if path is not None else embedded_model_path()
@@ -146,7 +151,10 @@ class LlamaCppModel:
         cparams.n_ctx = n_ctx
         cparams.n_batch = n_batch
         cparams.n_ubatch = n_batch
-        cparams.n_seq_max = 1
+        cparams.n_seq_max = n_seq
+        # One cache shared by all slots: a slot may use the whole context, and copying a
+        # prefix between slots shares its cells instead of duplicating them.
+        cparams.kv_unified = True
         cparams.n_threads = self.n_threads
         cparams.n_threads_batch = self.n_threads
         cparams.no_perf = True
@@ -163,16 +171,20 @@ class LlamaCppModel:
         self.n_ctx = lib.llama_n_ctx(self._ctx)
         self.n_batch = n_batch
         self.n_vocab = lib.llama_vocab_n_tokens(self._vocab)
+        self.n_seq = n_seq
         self._batch = lib.llama_batch_init(n_batch, 0, 1)
         self._batch_tokens = np.ctypeslib.as_array(self._batch.token, shape=(n_batch,))
         self._batch_pos = np.ctypeslib.as_array(self._batch.pos, shape=(n_batch,))
         self._batch_logits = np.ctypeslib.as_array(self._batch.logits, shape=(n_batch,))
-        n_seq = np.ctypeslib.as_array(self._batch.n_seq_id, shape=(n_batch,))
-        n_seq[:] = 1
-        for i in range(n_batch):
-            self._batch.seq_id[i][0] = 0
-        self._cached: list[int] = []  # tokens whose K/V are in the cache, in order
-        self._last_logits: NDArray[np.float32] | None = None  # valid for _cached
+        n_seq_id = np.ctypeslib.as_array(self._batch.n_seq_id, shape=(n_batch,))
+        n_seq_id[:] = 1
+        # seq_id[i] points to a 1-int array of its own; keep numpy views of each
+        self._batch_seq_views = [
+            np.ctypeslib.as_array(self._batch.seq_id[i], shape=(1,)) for i in range(n_batch)
+        ]
+        # _slots[k]: the tokens whose K/V slot k holds, in order; logits() uses slot 0
+        self._slots: list[list[int]] = [[] for _ in range(n_seq)]
+        self._last_logits: NDArray[np.float32] | None = None  # valid for _slots[0]
 
     # -- Model protocol --------------------------------------------------------------
 
@@ -220,56 +232,49 @@ class LlamaCppModel:
             ValueError: empty ``tokens``, or more than ``n_ctx`` of them.
             ModelError: llama.cpp failed to evaluate.
         """
-        toks = [int(t) for t in tokens]
-        n = len(toks)
-        if n == 0:
-            raise ValueError("logits() needs at least one token (start with the BOS token)")
-        if n > self.n_ctx:
-            raise ValueError(f"{n} tokens do not fit the context of {self.n_ctx} tokens")
-        cached = self._cached
-        if self._last_logits is not None and cached == toks:
+        toks = self._check([int(t) for t in tokens])
+        if self._last_logits is not None and self._slots[0] == toks:
             return self._last_logits
-        keep = 0
-        limit = min(len(cached), n - 1)
-        while keep < limit and cached[keep] == toks[keep]:
-            keep += 1
-        self._trim(keep)
-        self._last_logits = None
-        pos = keep
-        while pos < n:
-            chunk = toks[pos : pos + self.n_batch]
-            m = len(chunk)
-            self._batch_tokens[:m] = chunk
-            self._batch_pos[:m] = np.arange(pos, pos + m)
-            self._batch_logits[:m] = 0
-            last = pos + m == n
-            if last:
-                self._batch_logits[m - 1] = 1
-            self._batch.n_tokens = m
-            rc = self._lib.llama_decode(self._ctx, self._batch)
-            if rc != 0:
-                self._trim(0)
-                raise ModelError(f"llama_decode failed with status {rc} at position {pos}",
-                                 retryable=rc == 1)
-            self._cached.extend(chunk)
-            pos += m
+        keep = self._trim(0, _common_prefix(self._slots[0], toks, len(toks) - 1))
+        rows = self._decode([(0, toks, keep)])
         self.costs.model_calls += 1
-        self.costs.evaluated_tokens += n - keep
-        ptr = self._lib.llama_get_logits_ith(self._ctx, -1)
-        self._last_logits = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        self.costs.evaluated_tokens += len(toks) - keep
+        self._last_logits = np.ctypeslib.as_array(
+            self._lib.llama_get_logits_ith(self._ctx, rows[0]), shape=(self.n_vocab,))
         return self._last_logits
 
     def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]:
-        """Logits after each sequence, ``float32[len(seqs), n_vocab]`` (a copy).
+        """Logits after each sequence, ``float32[len(seqs), n_vocab]`` (a new array).
 
-        Evaluated one sequence after the other (each a forward pass), reusing the cache
-        between consecutive sequences that share a prefix.
+        All sequences are evaluated in one forward pass (``n_seq`` at a time), each in a
+        KV-cache slot of its own: a sequence continues the slot holding its longest
+        cached prefix, or shares that prefix's cells in a free slot (beams that fork
+        copy nothing), so only new tokens are evaluated.
+
+        Raises:
+            ValueError: an empty sequence, or one longer than ``n_ctx``.
+            ModelError: llama.cpp failed to evaluate.
         """
-        return np.stack([self.logits(s).copy() for s in seqs])
+        reqs = [self._check([int(t) for t in s]) for s in seqs]
+        out = np.empty((len(reqs), self.n_vocab), np.float32)
+        for lo in range(0, len(reqs), self.n_seq):
+            group = reqs[lo : lo + self.n_seq]
+            plan = self._plan_slots(group)
+            self._last_logits = None
+            rows = self._decode(plan)
+            for i, row in enumerate(rows):
+                ptr = self._lib.llama_get_logits_ith(self._ctx, row)
+                out[lo + i] = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+            self.costs.model_calls += 1
+            self.costs.evaluated_tokens += sum(len(t) - keep for _, t, keep in plan)
+        return out
 
     def reset(self) -> None:
-        """Drop the KV cache (the next call evaluates every token)."""
-        self._trim(0)
+        """Drop the KV cache of every slot (the next call evaluates every token)."""
+        self._lib.llama_memory_clear(self._mem, True)
+        for slot in self._slots:
+            slot.clear()
+        self._last_logits = None
 
     def apply_chat_template(
         self, messages: Sequence[dict[str, str]], *, add_generation_prompt: bool = True
@@ -320,12 +325,105 @@ class LlamaCppModel:
 
     # -- internals -------------------------------------------------------------------
 
-    def _trim(self, keep: int) -> None:
-        """Keep the first ``keep`` cached tokens, drop the rest from the KV cache."""
-        if keep >= len(self._cached):
-            return
-        if keep == 0 or not self._lib.llama_memory_seq_rm(self._mem, 0, keep, -1):
-            self._lib.llama_memory_clear(self._mem, True)
+    def _check(self, toks: list[int]) -> list[int]:
+        if not toks:
+            raise ValueError("logits() needs at least one token (start with the BOS token)")
+        if len(toks) > self.n_ctx:
+            raise ValueError(f"{len(toks)} tokens do not fit the context of {self.n_ctx} tokens")
+        return toks
+
+    def _trim(self, slot: int, keep: int) -> int:
+        """Keep the first ``keep`` tokens of ``slot``; return how many were kept."""
+        cached = self._slots[slot]
+        if keep >= len(cached):
+            return len(cached)
+        if keep == 0 or not self._lib.llama_memory_seq_rm(self._mem, slot, keep, -1):
+            self._lib.llama_memory_seq_rm(self._mem, slot, -1, -1)  # whole slot: never fails
             keep = 0
-        del self._cached[keep:]
-        self._last_logits = None
+        del cached[keep:]
+        if slot == 0:
+            self._last_logits = None
+        return keep
+
+    def _plan_slots(self, group: list[list[int]]) -> list[tuple[int, list[int], int]]:
+        """Give each sequence a distinct slot, primed with its longest cached prefix.
+
+        Returns ``(slot, tokens, keep)`` per sequence: the slot already holds
+        ``tokens[:keep]``. A sequence keeps the slot holding its best prefix if no
+        earlier sequence took it; otherwise a slot that is no one's source is cleared
+        and gets the prefix by ``llama_memory_seq_cp`` (shared cells, no compute).
+        """
+        best = []
+        for toks in group:
+            lcps = [_common_prefix(slot, toks, len(toks) - 1) for slot in self._slots]
+            src = max(range(self.n_seq), key=lambda k: (lcps[k], -k))
+            best.append((src, lcps[src]))
+        sources = {src for src, _ in best}
+        taken: set[int] = set()
+        dest: list[int] = []
+        for src, _ in best:
+            if src not in taken:
+                dest.append(src)
+            else:  # prefer empty slots, then the least useful ones
+                free = [k for k in range(self.n_seq) if k not in taken and k not in sources]
+                dest.append(min(free, key=lambda k: (len(self._slots[k]) > 0, k)))
+            taken.add(dest[-1])
+        snapshot = [list(slot) for slot in self._slots]
+        plan = []
+        for toks, (src, lcp), dst in zip(group, best, dest, strict=True):
+            if dst != src:
+                self._lib.llama_memory_seq_rm(self._mem, dst, -1, -1)
+                if lcp:
+                    self._lib.llama_memory_seq_cp(self._mem, src, dst, 0, lcp)
+                self._slots[dst] = snapshot[src][:lcp]
+                plan.append((dst, toks, lcp))
+        for toks, (src, lcp), dst in zip(group, best, dest, strict=True):
+            if dst == src:
+                plan.append((dst, toks, self._trim(dst, lcp)))
+        order = {dst: i for i, dst in enumerate(dest)}
+        plan.sort(key=lambda p: order[p[0]])
+        if 0 in order:
+            self._last_logits = None
+        return plan
+
+    def _decode(self, plan: list[tuple[int, list[int], int]]) -> list[int]:
+        """Evaluate ``tokens[keep:]`` of each ``(slot, tokens, keep)`` in as few
+        ``llama_decode`` calls as ``n_batch`` allows, the last token of every entry in
+        the final call. Returns, per entry, the batch index of its last token (for
+        ``llama_get_logits_ith``; valid until the next decode).
+        """
+        items: list[tuple[int, int, int]] = []  # (slot, token, position), no logits
+        lasts: list[tuple[int, int, int]] = []  # the last token of each entry
+        for slot, toks, keep in plan:
+            items.extend((slot, toks[p], p) for p in range(keep, len(toks) - 1))
+            lasts.append((slot, toks[-1], len(toks) - 1))
+        n_first = max(0, len(items) + len(lasts) - self.n_batch)
+        chunks = [items[i : min(i + self.n_batch, n_first)] for i in range(0, n_first, self.n_batch)]
+        chunks.append(items[n_first:] + lasts)
+        for chunk in chunks:
+            m = len(chunk)
+            for j, (slot, tok, pos) in enumerate(chunk):
+                self._batch_tokens[j] = tok
+                self._batch_pos[j] = pos
+                self._batch_seq_views[j][0] = slot
+            self._batch_logits[:m] = 0
+            self._batch.n_tokens = m
+            if chunk is chunks[-1]:
+                self._batch_logits[m - len(lasts) : m] = 1
+            rc = self._lib.llama_decode(self._ctx, self._batch)
+            if rc != 0:
+                self.reset()
+                hint = " (the KV cache is full: raise n_ctx or lower n_seq)" if rc == 1 else ""
+                raise ModelError(f"llama_decode failed with status {rc}{hint}", retryable=rc == 1)
+            for slot, tok, _pos in chunk:
+                self._slots[slot].append(tok)
+        m = len(chunks[-1])
+        return list(range(m - len(lasts), m))
+
+def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
+    """Length of the common prefix of ``a`` and ``b``, at most ``limit``."""
+    n = min(len(a), len(b), limit)
+    k = 0
+    while k < n and a[k] == b[k]:
+        k += 1
+    return k
