@@ -164,6 +164,8 @@ class _Nfa:
     def __init__(self) -> None:
         self.edges: list[list[tuple[Ranges, int]]] = []
         self.eps: list[list[int]] = []
+        self._steps: dict[tuple[frozenset[int], int], frozenset[int]] = {}
+        self._labels: dict[frozenset[int], list[Ranges]] = {}
 
     def state(self) -> int:
         self.edges.append([])
@@ -233,11 +235,18 @@ class _Nfa:
         return frozenset(seen)
 
     def step(self, states: frozenset[int], cp: int) -> frozenset[int]:
-        nxt = [t for s in states for rs, t in self.edges[s] if any(lo <= cp <= hi for lo, hi in rs)]
-        return self.closure(nxt) if nxt else frozenset()
+        key = (states, cp)
+        got = self._steps.get(key)
+        if got is None:
+            nxt = [t for s in states for rs, t in self.edges[s] if any(lo <= cp <= hi for lo, hi in rs)]
+            got = self._steps[key] = self.closure(nxt) if nxt else frozenset()
+        return got
 
     def labels(self, states: frozenset[int]) -> list[Ranges]:
-        return [rs for s in states for rs, _ in self.edges[s]]
+        got = self._labels.get(states)
+        if got is None:
+            got = self._labels[states] = list(dict.fromkeys(rs for s in states for rs, _ in self.edges[s]))
+        return got
 
 
 class Automaton:
@@ -247,6 +256,37 @@ class Automaton:
         self.nfa = _Nfa()
         start, self.accept = self.nfa.build(node, resolve)
         self.start = self.nfa.closure([start])
+
+
+def _in(cp: int, ranges: Ranges) -> bool:
+    return any(lo <= cp <= hi for lo, hi in ranges)
+
+
+def swallows_fast(
+    t: Automaton, t_lit: str | None, follow: Ranges, u: Automaton, u_lit: str | None
+) -> bool:
+    """``swallows`` with shortcuts when ``t`` or ``u`` is one literal string."""
+    if not follow:
+        return False
+    if t_lit is not None and u_lit is not None:
+        return len(u_lit) > len(t_lit) and u_lit.startswith(t_lit) and _in(ord(u_lit[len(t_lit)]), follow)
+    if t_lit is not None:  # the only w is t_lit itself
+        b = u.start
+        for ch in t_lit:
+            b = u.nfa.step(b, ord(ch))
+            if not b:
+                return False
+        return any(overlaps(rs, follow) for rs in u.nfa.labels(b))
+    if u_lit is not None:  # w must be a proper prefix of u_lit
+        a = t.start
+        for k in range(len(u_lit) - 1):
+            a = t.nfa.step(a, ord(u_lit[k]))
+            if not a:
+                return False
+            if t.accept in a and _in(ord(u_lit[k + 1]), follow):
+                return True
+        return False
+    return swallows(t, follow, u)
 
 
 def swallows(t: Automaton, follow: Ranges, u: Automaton, limit: int = 20000) -> bool:

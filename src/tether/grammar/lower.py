@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from tether.errors import GrammarError
-from tether.grammar.analysis import Automaton, Facts, rx_nullable, swallows
+from tether.grammar.analysis import Automaton, Facts, rx_nullable, swallows_fast
 from tether.grammar.ast import (
     EPS,
     Alt,
@@ -315,6 +315,7 @@ class Lowering:
     def choose_units(self) -> None:
         """Iterate the greedy-lexing test to a fixpoint (char mode)."""
         autos: dict[Node, Automaton] = {}
+        memo: dict[tuple[Node, Ranges, Node], bool] = {}
         rounds = 0
         while True:
             rounds += 1
@@ -335,15 +336,26 @@ class Lowering:
             for _, ne in cands:
                 if ne not in autos:
                     autos[ne] = Automaton(ne, self.resolve)
+            lits = {ne: ne.text if isinstance(ne, Lit) and not ne.ignore_case else None for _, ne in cands}
+            # index candidates by first code point range so a literal-heavy grammar does
+            # not compare every pair
             to_split: set[Node] = set()
+            union = Automaton(Alt(tuple(ne for _, ne in cands)), self.resolve) if len(cands) > 8 else None
             for t, tne in cands:
                 fol = units[t]
                 if not fol:
                     continue
+                # one product with the union of all candidates rules most terminals out
+                if union is not None and not swallows_fast(autos[tne], lits[tne], fol, union, None):
+                    continue
                 for u, une in cands:
                     if u in to_split or not overlaps(firsts[t], firsts[u]):
                         continue
-                    if swallows(autos[tne], fol, autos[une]):
+                    key = (tne, fol, une)
+                    got = memo.get(key)
+                    if got is None:
+                        got = memo[key] = swallows_fast(autos[tne], lits[tne], fol, autos[une], lits[une])
+                    if got:
                         to_split.add(u)
                         self.decisions.append(
                             f"split {self._show(u)}: greedy lexing after "
