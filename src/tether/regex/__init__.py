@@ -41,6 +41,7 @@ from .dfa import (
     is_equivalent,
     is_subset,
     matches,
+    random_member,
 )
 from .syntax import ANY_CHAR, charset_node, parse, search
 
@@ -75,6 +76,7 @@ __all__ = [
     "optional",
     "parse",
     "plus",
+    "random_member",
     "repeat",
     "search",
     "star",

@@ -236,3 +236,61 @@ def utf8_sequences(s: CharSet) -> list[tuple[tuple[int, int], ...]]:
             if a <= b:
                 _split(a, b, n, out)
     return out
+
+
+# --- Unicode general categories (ECMA-262 \p{...}) ------------------------------------------
+
+_CATEGORY_NAMES = {
+    "Lu": "Uppercase_Letter", "Ll": "Lowercase_Letter", "Lt": "Titlecase_Letter",
+    "Lm": "Modifier_Letter", "Lo": "Other_Letter", "Mn": "Nonspacing_Mark",
+    "Mc": "Spacing_Mark", "Me": "Enclosing_Mark", "Nd": "Decimal_Number",
+    "Nl": "Letter_Number", "No": "Other_Number", "Pc": "Connector_Punctuation",
+    "Pd": "Dash_Punctuation", "Ps": "Open_Punctuation", "Pe": "Close_Punctuation",
+    "Pi": "Initial_Punctuation", "Pf": "Final_Punctuation", "Po": "Other_Punctuation",
+    "Sm": "Math_Symbol", "Sc": "Currency_Symbol", "Sk": "Modifier_Symbol",
+    "So": "Other_Symbol", "Zs": "Space_Separator", "Zl": "Line_Separator",
+    "Zp": "Paragraph_Separator", "Cc": "Control", "Cf": "Format", "Cs": "Surrogate",
+    "Co": "Private_Use", "Cn": "Unassigned",
+}
+_GROUP_NAMES = {
+    "L": "Letter", "LC": "Cased_Letter", "M": "Mark", "N": "Number", "P": "Punctuation",
+    "S": "Symbol", "Z": "Separator", "C": "Other",
+}
+# lenient aliases seen in JSON Schema patterns (the JSON-Schema-Test-Suite expects
+# \p{digit} to mean decimal digits)
+_ALIASES = {"digit": "Nd", "Digit": "Nd", "punct": "P", "Combining_Mark": "M"}
+
+
+@cache
+def _category_ranges() -> dict[str, CharSet]:
+    import unicodedata
+
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    start, prev_cat = 0, unicodedata.category("\0")
+    for cp in range(1, MAX_CP + 2):
+        cat = unicodedata.category(chr(cp)) if cp <= MAX_CP else ""
+        if cat != prev_cat:
+            ranges.setdefault(prev_cat, []).append((start, cp - 1))
+            start, prev_cat = cp, cat
+    return {k: tuple(v) for k, v in ranges.items()}
+
+
+def general_category(name: str) -> CharSet | None:
+    """Code points of a Unicode General_Category given by short or long name (or a
+    one-letter group like ``L``); None if the name is unknown."""
+    name = name.removeprefix("General_Category=").removeprefix("gc=")
+    name = _ALIASES.get(name, name)
+    long_to_short = {v: k for k, v in {**_CATEGORY_NAMES, **_GROUP_NAMES}.items()}
+    name = long_to_short.get(name, name)
+    table = _category_ranges()
+    if name in _CATEGORY_NAMES:
+        return table.get(name, ())
+    if name == "LC":
+        return union(*(table.get(c, ()) for c in ("Lu", "Ll", "Lt")))
+    if name in _GROUP_NAMES:
+        return union(*(table.get(c, ()) for c in _CATEGORY_NAMES if c[0] == name))
+    if name == "Any":
+        return ALL
+    if name in ("ASCII",):
+        return ((0, 0x7F),)
+    return None

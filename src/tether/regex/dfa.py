@@ -278,3 +278,31 @@ def example(node: Node, *, limit: int = 10_000) -> bytes | None:
             seen.add(d)
             q.append((d, s + bytes([b])))
     return None
+
+
+def random_member(node: Node, rng, *, max_len: int = 40, stop: float = 0.2) -> bytes | None:  # type: ignore[no-untyped-def]
+    """A random byte string of ``L(node)`` (None if the language is empty), for tests.
+
+    Walks derivatives choosing a random live byte class, then a random byte of it; stops at
+    an accepting node with probability ``stop``; past ``max_len`` it completes with the
+    shortest suffix (``example``). ``rng`` is a ``random.Random``.
+    """
+    out = bytearray()
+    n = node
+    while True:
+        if n.nullable and (rng.random() < stop or len(out) >= max_len):
+            return bytes(out)
+        if len(out) >= max_len:
+            tail = example(n)
+            return None if tail is None else bytes(out) + tail
+        options = []
+        for cls in byte_classes((n,)):
+            d = derivative(n, lowest_byte(cls))
+            if d is not EMPTY and (not d.flags & F_BOOLEAN or is_empty(d, limit=2000) is False):
+                options.append(cls)
+        if not options:
+            return bytes(out) if n.nullable else None
+        cls = rng.choice(options)
+        b = rng.choice(mask_bytes(cls))
+        out.append(b)
+        n = derivative(n, b)

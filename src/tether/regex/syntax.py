@@ -11,10 +11,12 @@
    by a right quotient, and markers left in the middle (which no text can match) are
    stripped from every byte set.
 
-Not regular, rejected with ``RegexError`` naming the offset: backreferences, lookaround,
-word boundaries, atomic groups and possessive quantifiers, conditionals, Python's
-``$`` (which may match before a final newline) anywhere but at the end of the pattern,
-and multi-line mode anchors. Lazy quantifiers denote the same language as greedy ones.
+Lookahead ``(?=X)`` / ``(?!X)`` is lowered exactly with intersection and complement (see
+``_Lowering``); so is Python's ``$``, which may match before a final newline. Rejected with
+``RegexError`` naming the offset: backreferences, lookbehind, word boundaries, atomic
+groups and possessive quantifiers, conditionals, multi-line anchors, and lookaround
+inside a group repeated without a small bound. Lazy quantifiers denote the same language
+as greedy ones.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Literal
 from ..errors import RegexError
 from . import charset as cs
 from .ast import (
+    ANYTHING,
     EMPTY,
     EPSILON,
     INF,
@@ -76,7 +79,7 @@ class _Flags:
 
 
 # parse tree: ("set", CharSet) | ("seq", [t]) | ("alt", [t]) | ("rep", t, lo, hi)
-#             | ("bol", offset) | ("eol", "end" | "py", offset)
+#             | ("bol", offset) | ("eol", "end" | "py", offset) | ("look", positive, t, offset)
 Tree = tuple  # type: ignore[type-arg]
 
 _PY_SIMPLE = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
@@ -89,6 +92,7 @@ class _Parser:
         self.p, self.flavor, self.i = pattern, flavor, 0
         self.flags = flags
         self.n_groups = 0
+        self.group_names: set[str] = set()
 
     # -- helpers ----------------------------------------------------------------------
     def error(self, msg: str, offset: int | None = None) -> RegexError:
@@ -191,7 +195,7 @@ class _Parser:
                 lo, hi = b
             else:
                 return atom
-            if atom[0] in ("bol", "eol"):
+            if atom[0] in ("bol", "eol") or (atom[0] == "look" and self.flavor == "ecma"):
                 raise self.error("nothing to repeat (an anchor cannot be quantified)", q_at)
             if quantified:
                 raise self.error("multiple repeat", q_at)
@@ -284,13 +288,23 @@ class _Parser:
                 name = self.p[self.i : end] if end >= 0 else ""
                 if end < 0 or not name.isidentifier():
                     raise self.error("bad group name", self.i)
+                if name in self.group_names:
+                    raise self.error(f"redefinition of group name {name!r}", self.i)
+                self.group_names.add(name)
                 self.i = end + 1
+                self.n_groups += 1
             elif self.eat("P="):
                 raise self.error("backreferences are not supported (not regular)", at)
             elif self.eat(":"):
                 pass
             elif c in ("=", "!"):
-                raise self.error("lookahead is not supported (not regular under this engine)", at)
+                self.i += 1
+                saved = self.flags
+                body = self.alternation()
+                self.flags = saved
+                if not self.eat(")"):
+                    raise self.error("missing ), unterminated subpattern", at)
+                return ("look", c == "=", body, at)
             elif c == "<":
                 raise self.error("lookbehind is not supported (not regular under this engine)", at)
             elif c == ">":
@@ -327,6 +341,8 @@ class _Parser:
         self.flags = saved
         if not self.eat(")"):
             raise self.error("missing ), unterminated subpattern", at)
+        if t[0] in ("bol", "eol", "look"):
+            return ("seq", [t])  # a group around an anchor may be quantified
         return t
 
     # -- sets ----------------------------------------------------------------------------
@@ -401,6 +417,8 @@ class _Parser:
         if c in "dwsDWS":
             self.i += 1
             return cs.class_escape(c, self.flavor, self.flags.ascii)
+        if c in "pP" and self.flavor == "ecma":
+            return self.property_escape(at)
         if c == "b":
             self.i += 1
             return 8
@@ -480,14 +498,28 @@ class _Parser:
                 return 0
             if c.isdigit():
                 raise self.error("backreferences are not supported (not regular)", at)
-            if c in "pP":
-                raise self.error("Unicode property escapes \\p{...} are not supported", at)
             if c == "k" and self.peek() == "<":
                 raise self.error("backreferences are not supported (not regular)", at)
             return ord(c)  # identity escape (Annex B)
         if c.isascii() and c.isalnum():
             raise self.error(f"bad escape \\{c}", at)
         return ord(c)
+
+    def property_escape(self, at: int) -> cs.CharSet:
+        """ECMA-262 ``\\p{Name}`` / ``\\P{Name}`` with a General_Category name."""
+        negate = self.peek() == "P"
+        self.i += 1
+        end = self.p.find("}", self.i)
+        if self.peek() != "{" or end < 0:
+            raise self.error("expected {...} after \\p", at)
+        name = self.p[self.i + 1 : end]
+        s = cs.general_category(name)
+        if s is None:
+            raise self.error(
+                f"Unicode property {name!r} is not supported (only General_Category names)", at
+            )
+        self.i = end + 1
+        return cs.complement(s) if negate else s
 
     def hex_digits(self, n: int, at: int) -> int:
         digits = self.p[self.i : self.i + n]
@@ -505,6 +537,8 @@ class _Parser:
         if c in "dwsDWS":
             self.i += 1
             return ("set", cs.class_escape(c, self.flavor, self.flags.ascii))
+        if c in "pP" and self.flavor == "ecma":
+            return ("set", self.property_escape(at))
         if c in "bB":
             raise self.error(f"word boundary \\{c} is not supported", at)
         if c == "A" and self.flavor == "python":
@@ -546,8 +580,9 @@ def charset_node(s: cs.CharSet) -> Node:
 
 
 def _empty_only(t: Tree) -> bool:
+    """Whether ``t`` can only match the empty text (anchors, lookarounds, empty groups)."""
     k = t[0]
-    if k in ("bol", "eol"):
+    if k in ("bol", "eol", "look"):
         return True
     if k in ("seq", "alt"):
         return all(_empty_only(x) for x in t[1])
@@ -556,42 +591,120 @@ def _empty_only(t: Tree) -> bool:
     return t[1] == ()  # an empty set matches nothing
 
 
+def _needs_context(t: Tree) -> bool:
+    """Whether lowering ``t`` needs its continuation (lookahead, Python's ``$``)."""
+    k = t[0]
+    if k == "look" or (k == "eol" and t[1] == "py"):
+        return True
+    if k in ("seq", "alt"):
+        return any(_needs_context(x) for x in t[1])
+    if k == "rep":
+        return _needs_context(t[1])
+    return False
+
+
+_UNROLL_LIMIT = 4  # a group with lookaround may be repeated at most this many times
+
+
 class _Lowering:
-    def __init__(self, pattern: str, search: bool) -> None:
+    """Parse tree → node, in continuation-passing style where lookahead needs it.
+
+    ``lower_k(t, k)`` is the language of ``t`` followed by ``k``; a lookahead ``(?=X)``
+    becomes ``(X·Σ*) ∩ k`` and ``(?!X)`` becomes ``~(X·Σ*) ∩ k``, which is exact.
+    Anchors consume marker bytes (see ``_compile``).
+    """
+
+    def __init__(self, pattern: str, search: bool, empty_text: bool = False) -> None:
         self.pattern, self.search = pattern, search
         self.anchors = False
+        # empty_text: lower for the empty text only, where every anchor holds (all
+        # anchors become ε); used to decide whether "" matches
+        self.begin = EPSILON if empty_text else _bytes(1 << BEGIN)
+        self.end = EPSILON if empty_text else _bytes(1 << END)
 
-    def lower(self, t: Tree, at_end: bool) -> Node:
+    def lower(self, t: Tree) -> Node:
         k = t[0]
         if k == "set":
             return charset_node(t[1])
         if k == "seq":
-            items = t[1]
-            out = []
-            for i, x in enumerate(items):
-                tail_empty = at_end and all(_empty_only(y) for y in items[i + 1 :])
-                out.append(self.lower(x, tail_empty))
-            return concat(*out)
+            return concat(*[self.lower(x) for x in t[1]])
         if k == "alt":
-            return alt(*[self.lower(x, at_end) for x in t[1]])
+            return alt(*[self.lower(x) for x in t[1]])
         if k == "rep":
-            return repeat(self.lower(t[1], at_end and _empty_only(t[1])), t[2], t[3])
+            return repeat(self.lower(t[1]), t[2], t[3])
         self.anchors = True
         if k == "bol":
-            return _bytes(1 << BEGIN)
-        # end of line
-        end = _bytes(1 << END)
-        if t[1] == "py":
-            if not at_end:
+            return self.begin
+        return self.end  # "end" anchors ("py" ones go through lower_k)
+
+    def lower_k(self, t: Tree, k: Node, at_end: bool) -> Node:
+        if not _needs_context(t):
+            return concat(self.lower(t), k)
+        kind = t[0]
+        if kind == "seq":
+            items = t[1]
+            for i in range(len(items) - 1, -1, -1):
+                tail_empty = at_end and all(_empty_only(y) for y in items[i + 1 :])
+                k = self.lower_k(items[i], k, tail_empty)
+            return k
+        if kind == "alt":
+            return alt(*[self.lower_k(x, k, at_end) for x in t[1]])
+        if kind == "rep":
+            inner, lo, hi = t[1], t[2], t[3]
+            if hi == INF or hi > _UNROLL_LIMIT:
                 raise RegexError(
-                    "'$' is only supported at the end of the pattern (Python's '$' may match "
-                    "before a final newline); use \\Z",
+                    f"lookaround or '$' inside a group repeated more than {_UNROLL_LIMIT} "
+                    "times is not supported",
                     self.pattern,
-                    t[2],
+                    _offset_of(inner),
                 )
-            if self.search:
-                return alt(end, concat(_bytes(1 << 10), end))
-        return end
+            inner_end = at_end and _empty_only(inner)
+            out = k
+            for i in range(hi, 0, -1):
+                step = self.lower_k(inner, out, inner_end)
+                out = step if i <= lo else alt(k, step)
+            return out
+        self.anchors = True
+        if kind == "look":
+            _, positive, body, _at = t
+            # BEGIN markers still ahead belong to later "^" anchors: the body skips them
+            ahead = concat(star(self.begin), self.lower_k(body, ANYTHING, False))
+            return intersect(ahead if positive else complement(ahead), k)
+        # Python's "$": at the end of the text, or before a final newline there
+        end = self.end
+        if at_end:
+            return concat(alt(end, concat(_bytes(1 << 10), end)) if self.search else end, k)
+        return intersect(concat(alt(EPSILON, _bytes(1 << 10)), end, ANYTHING), k)
+
+
+def _offset_of(t: Tree) -> int:
+    if t[0] in ("bol", "look"):
+        return int(t[-1])
+    if t[0] == "eol":
+        return int(t[2])
+    if t[0] in ("seq", "alt"):
+        for x in t[1]:
+            o = _offset_of(x)
+            if o >= 0:
+                return o
+    if t[0] == "rep":
+        return _offset_of(t[1])
+    return -1
+
+
+def _fixpoint_union(node: Node, step) -> Node:  # type: ignore[no-untyped-def]
+    """``node | step(node) | step(step(node)) | ...`` until a repeat (finite by Brzozowski)."""
+    seen = {node}
+    parts = [node]
+    cur = node
+    while True:
+        cur = step(cur)
+        if cur is EMPTY or cur in seen:
+            return alt(*parts)
+        if len(seen) > 64:
+            raise RegexError("anchors too complex to lower")
+        seen.add(cur)
+        parts.append(cur)
 
 
 def _right_quotient(node: Node, b: int, memo: dict[Node, Node]) -> Node:
@@ -661,25 +774,31 @@ def _compile(pattern: str, flavor: str, ignore_case: bool, dotall: bool, search:
         raise TypeError(f"pattern must be str; got {type(pattern).__name__}")
     tree = _Parser(pattern, flavor, _Flags(ignore_case=ignore_case, dotall=dotall)).parse()
     low = _Lowering(pattern, search)
-    body = low.lower(tree, True)
-    if not low.anchors:
-        if search:
-            return concat(star(ANY_CHAR), body, star(ANY_CHAR))
-        return body
+    if not _needs_context(tree):
+        body = low.lower(tree)
+        if not low.anchors:
+            return concat(star(ANY_CHAR), body, star(ANY_CHAR)) if search else body
+    # The text is read as BEGIN^i · text · END^j: each "^" consumes one BEGIN, each "$"
+    # one END, so repeated anchors ("^^", "$$") need no special case. The wrapper
+    # consumes the markers (and, for search, any text on an unanchored side); the result
+    # keeps the texts for which some i, j work: left derivatives by BEGIN and right
+    # quotients by END, unioned to a fixpoint. Markers left inside (an anchor in the
+    # middle, which no text can satisfy) are then removed from every byte set.
     begin, end = _bytes(1 << BEGIN), _bytes(1 << END)
-    # the text is read as BEGIN·text·END; a side the pattern does not anchor is consumed
-    # by the wrapper (with any text around it, for search)
     if search:
-        full = concat(
-            alt(EPSILON, concat(begin, star(ANY_CHAR))),
-            body,
-            alt(EPSILON, concat(star(ANY_CHAR), end)),
-        )
+        suffix = concat(star(ANY_CHAR), star(end))
+        full = concat(star(begin), star(ANY_CHAR), low.lower_k(tree, suffix, True))
     else:
-        full = concat(alt(EPSILON, begin), body, alt(EPSILON, end))
-    n = derivative(full, BEGIN)
-    n = _right_quotient(n, END, {})
-    return map_masks(n, lambda m: m & ~_MARKERS_MASK)
+        full = concat(star(begin), low.lower_k(tree, star(end), True))
+    n = _fixpoint_union(full, lambda x: derivative(x, BEGIN))
+    memo: dict[Node, Node] = {}
+    n = _fixpoint_union(n, lambda x: _right_quotient(x, END, memo))
+    n = map_masks(n, lambda m: m & ~_MARKERS_MASK)
+    # Markers are ordered BEGIN...END, but on the empty text "$" may come before "^"
+    # ("$^" matches ""): decide the empty text apart, with every anchor as ε.
+    if not n.nullable and _Lowering(pattern, search, True).lower_k(tree, EPSILON, True).nullable:
+        n = alt(n, EPSILON)
+    return n
 
 
 def parse(
