@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Flavor = Literal["python", "ecma"]
 
@@ -74,7 +74,7 @@ class Terminal:
             raise ValueError(f"terminal {self.name!r} is a set operation; use to_node()")
         return self.regex
 
-    def to_node(self):  # type: ignore[no-untyped-def]
+    def to_node(self) -> Any:
         """The regex-layer node (``tether.regex``) of this terminal's language.
 
         Applies ``ignore_case`` and ``max_len``; ``lazy`` and ``stop`` are lexer options
@@ -85,7 +85,7 @@ class Terminal:
         """
         from tether import regex as rx
 
-        def build(e):  # type: ignore[no-untyped-def]
+        def build(e: Any) -> Any:
             if isinstance(e, str):
                 return rx.parse(e, flavor=self.flavor, ignore_case=self.ignore_case)
             op, args = e[0], e[1:]
@@ -237,7 +237,7 @@ class Grammar:
         """A JSON Schema (dict, or JSON text); see ``tether.grammar.json_schema``."""
         from tether.grammar.json_schema import compile_json_schema
 
-        return compile_json_schema(schema, **options)  # type: ignore[no-any-return]
+        return compile_json_schema(schema, **options)  # type: ignore[arg-type]
 
     @classmethod
     def sequence(cls, *grammars: Grammar) -> Grammar:

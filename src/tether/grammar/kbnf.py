@@ -344,6 +344,6 @@ def _check_regular_operands(p: _Parser, text: str, source: str) -> None:
                     )
             continue
         if hasattr(n, "items"):
-            stack.extend(n.items)  # type: ignore[attr-defined]
+            stack.extend(n.items)
         elif isinstance(n, Rep):
             stack.append(n.item)

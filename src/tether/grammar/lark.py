@@ -26,6 +26,7 @@ import json
 import re
 import warnings
 from dataclasses import dataclass
+from typing import Literal
 
 from tether.errors import GrammarError, RegexError
 from tether.grammar.ast import (
@@ -133,7 +134,9 @@ def _unescape(body: str, text: str, pos: int, source: str) -> str:
     return "".join(out)
 
 
-def check_regex(pattern: str, flags: str, text: str, pos: int, source: str, flavor: str = "python") -> None:
+def check_regex(
+    pattern: str, flags: str, text: str, pos: int, source: str, flavor: Literal["python", "ecma"] = "python"
+) -> None:
     """Raise GrammarError (at the regex's place in ``text``) if tether cannot use
     ``pattern``: look-around, backreferences, or a syntax error."""
     for m in re.finditer(r"\\.|\(\?<?[=!]|\\[1-9]|\(\?P=", pattern):
@@ -421,6 +424,7 @@ class _Parser:
             inner = self.postfix()
             return SetOp("not", (inner,), pos=t.pos)
         node = self.atom()
+        hi: int | None
         while True:
             p = self.peek()
             if p.value in ("*", "+", "?") and p.kind == "op":
@@ -430,7 +434,7 @@ class _Parser:
             elif p.value == "~" and self.peek(1).kind == "number":
                 self.next()
                 lo = self._count(self.next())
-                hi: int | None = lo
+                hi = lo
                 if self.peek().value == "..":
                     self.next()
                     hi = self._count(self.next())
@@ -483,14 +487,14 @@ class _Parser:
                 t2 = self.next()
                 if t2.kind != "string":
                     raise self.error("expected a string after '..'", t2.pos)
-                hi = self.string(t2)
+                end = self.string(t2)
                 if len(lit.text) != 1:
                     raise self.error("range start must be a single character", t.pos)
-                if len(hi.text) != 1:
+                if len(end.text) != 1:
                     raise self.error("range end must be a single character", t2.pos)
-                if ord(hi.text) < ord(lit.text):
+                if ord(end.text) < ord(lit.text):
                     raise self.error("invalid range order: end is before start", t.pos)
-                return Cls(((ord(lit.text), ord(hi.text)),), pos=t.pos)
+                return Cls(((ord(lit.text), ord(end.text)),), pos=t.pos)
             return lit
         if t.kind == "regex":
             return self.regex(t)
@@ -576,7 +580,7 @@ class _Parser:
 
     def json_schema(self, data: object, pos: int) -> Node:
         try:
-            g = Grammar.from_json_schema(data)  # type: ignore[arg-type]
+            g = Grammar.from_json_schema(data)
         except GrammarError:
             raise
         except Exception as exc:  # SchemaError, missing json_schema module, ...
@@ -674,8 +678,7 @@ def from_lark(text: str, *, start: str = "start", source: str = "") -> Grammar:
         node_ne = lw.nonempty(node)
         if node_ne is None:
             continue
-        name = node.name if isinstance(node, Ref) else None
-        t = lw.terminal(node_ne, name)
+        t = lw.terminal(node_ne, node.name if isinstance(node, Ref) else None)
         if t.name not in g.ignore:
             g.ignore.append(t.name)
     for name, sub in p.embedded.items():
@@ -722,7 +725,7 @@ def _attr_terminal(lw: Lowering, name: str, attrs: dict[str, object], p: _Parser
     t = lw.terminal(ne, name.upper())
     term = lw.grammar.terminals[t.name]
     lazy = bool(attrs.get("lazy", False)) or stop is not None or stop_node is not None
-    new = replace(term, stop=stop if stop else None, lazy=lazy)
+    new = replace(term, stop=stop if isinstance(stop, str) and stop else None, lazy=lazy)
     lw.grammar.terminals[t.name] = new
     return T(t.name)
 
@@ -758,6 +761,6 @@ def _check_setops(node: Node, p: _Parser, text: str, source: str) -> None:
             raise GrammarError(f"{op} is only supported for terminals, not rules: define a terminal "
                                f"(e.g. ST: A {op} B) and use it", text, n.pos, source)
         if hasattr(n, "items"):
-            stack.extend(n.items)  # type: ignore[attr-defined]
+            stack.extend(n.items)
         elif isinstance(n, Rep):
             stack.append(n.item)

@@ -330,8 +330,11 @@ class Lowering:
                 self._collect(self.rules[name], self.facts.follow_rule[name], units, todo)
             # opaque regexes (KBNF #"...", except! of a regex) are greedy terminals by
             # definition: they are neither tested nor split
-            cands = [(n, self.nonempty(n)) for n in units if not isinstance(n, Rx | SetOp)]
-            cands = [(n, ne) for n, ne in cands if ne is not None]
+            cands: list[tuple[Node, Node]] = []
+            for n in units:
+                ne = self.nonempty(n) if not isinstance(n, Rx | SetOp) else None
+                if ne is not None:
+                    cands.append((n, ne))
             firsts = {n: self.facts.first(ne) for n, ne in cands}
             for _, ne in cands:
                 if ne not in autos:
