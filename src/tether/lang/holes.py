@@ -30,8 +30,23 @@ from typing import Any
 import numpy as np
 
 from tether.lang.semantics import HoleState, Plan, evaluate, plan
+from tether.tokens.bitmask import allocate_mask, mask_to_ids
 
 END = -1  # the "end of hole" candidate (EOS, or the model choosing the text after the hole)
+
+
+def engine_matchers(model: Any, patterns: list[str]) -> list[Any]:
+    """Engine matchers for the hole's regular constraints (exact masks over the whole
+    vocabulary); [] when the engine cannot take a pattern (then Follow checks decide)."""
+    if not patterns:
+        return []
+    try:
+        from tether.engine import compile as compile_constraint  # noqa: PLC0415
+        from tether.grammar import Grammar  # noqa: PLC0415
+
+        return [compile_constraint(Grammar.from_regex(p), model.vocabulary).matcher() for p in patterns]
+    except Exception:  # noqa: BLE001 - any engine limitation: fall back to lazy checks
+        return []
 
 
 class VocabInfo:
@@ -113,7 +128,8 @@ class HoleDecoder:
 
     def __init__(self, model: Any, info: VocabInfo, prompt_tokens: list[int], name: str,
                  constraint: ast.expr | None, scope: dict[str, Any], future: frozenset[str],
-                 post_text: str = "", max_tokens: int = 128, stop_on_masked: bool = True) -> None:
+                 post_text: str = "", max_tokens: int = 128, stop_on_masked: bool = True,
+                 use_engine: bool = True) -> None:
         self.model, self.info = model, info
         self.prompt_tokens = prompt_tokens
         self.name = name
@@ -125,16 +141,19 @@ class HoleDecoder:
         self.state = HoleState(name, "", False, 0, scope, future - {name},
                                lambda s: model.tokenize(s, add_bos=False))
         self.plan: Plan = plan(constraint, self.state)
+        self.matchers: list[Any] = engine_matchers(model, self.plan.regexes) if use_engine else []
         self.max_tokens = max_tokens if self.plan.max_tokens is None else min(max_tokens, self.plan.max_tokens)
         self.logprob = 0.0
         self.done = False
         self.value: str | None = None
+        self.reason = ""
         self.checks = 0
 
     def copy(self) -> HoleDecoder:
         c = object.__new__(HoleDecoder)
         c.__dict__.update(self.__dict__)
         c.tokens = list(self.tokens)
+        c.matchers = [m.copy() for m in self.matchers]
         return c
 
     @property
@@ -176,7 +195,8 @@ class HoleDecoder:
         new = _decode_strict(raw)
         if new is None:
             return None
-        if self.plan.regexes and len(new.encode()) < len(raw) and not self._tail_viable(new, raw):
+        if (self.plan.regexes and not self.matchers and len(new.encode()) < len(raw)
+                and not self._tail_viable(new, raw)):
             return None
         # stop phrases: the first new occurrence ends the hole if the constraint allows it
         cut_at, cut = None, None
@@ -226,6 +246,10 @@ class HoleDecoder:
             room = p.max_chars - len(self.text)
             if room < 8:
                 sets.append(np.nonzero((info.char_len <= room) & (info.char_len > 0))[0].astype(np.int64))
+        for m in self.matchers:  # exact masks from the engine (regex, INT, typed holes)
+            mask = allocate_mask(info.size)
+            m.compute_mask(mask)
+            sets.append(mask_to_ids(mask).astype(np.int64))
         if not sets:
             return None
         out = sets[0]
@@ -265,6 +289,9 @@ class HoleDecoder:
     def accept(self, step: Step) -> None:
         self.logprob += step.logprob
         if step.token != END:
+            if self.matchers and not step.ends:
+                if not all(m.consume(step.token) for m in self.matchers):
+                    self.matchers = []  # cannot happen for masked tokens; fall back to Follow checks
             self.tokens.append(step.token)
             self.raw += self.info.token_bytes[step.token]
         if step.ends:

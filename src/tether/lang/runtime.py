@@ -428,6 +428,8 @@ class Runtime:
         self.rng = np.random.default_rng(s)  # type: ignore[arg-type]
         self.chat_roles = chat_roles or {}
         self.stop_on_masked = bool(args.get("stop_on_masked", True))
+        self.use_engine = bool(args.get("engine", True))
+        self.batch = bool(args.get("batch", True))
 
     # -- small services for executions ---------------------------------------------------
 
@@ -459,7 +461,7 @@ class Runtime:
         prompt = self.tokenize_prompt(ex.trace())
         self._count_start(len(prompt))
         return HoleDecoder(self.model, self.info, prompt, req.name, req.constraint, req.scope,
-                           req.future, req.post_text, self.max_tokens, self.stop_on_masked)
+                           req.future, req.post_text, self.max_tokens, self.stop_on_masked, self.use_engine)
 
     def record(self, dec: HoleDecoder, req: HoleRequest, how: str) -> HoleRecord:
         self.model.costs.generated_tokens += len(dec.tokens)
@@ -497,33 +499,51 @@ class Runtime:
 
     # -- decoders --------------------------------------------------------------------------
 
-    def decode_hole(self, ex: Execution, req: HoleRequest) -> HoleRecord:
-        dec = self.new_decoder(ex, req)
-        how = "budget"
-        while not dec.done:
-            logits = np.asarray(self.model.logits(dec.context()))
-            if self.decoder.method == "sample":
-                step = sample_step(dec, logits, self.rng, self.temperature)
-            else:
-                step = argmax_step(dec, logits)
-            if step is None:
-                dec.finish_forced()
-                how = "masked" if len(dec.tokens) < dec.max_tokens else "budget"
-                break
-            dec.accept(step)
-            if dec.done:
-                how = step.reason or "eos"
-        return self.record(dec, req, how)
+    def _logits(self, seqs: list[list[int]]) -> list[np.ndarray]:
+        """Logits for several branches: one batched forward pass where the model has
+        ``logits_batch`` (branches in lockstep, paper §4), else one call each."""
+        if len(seqs) > 1 and self.batch and hasattr(self.model, "logits_batch"):
+            rows = np.asarray(self.model.logits_batch(seqs))
+            return [rows[i] for i in range(len(seqs))]
+        return [np.array(self.model.logits(s)) for s in seqs]
+
+    def _step(self, dec: HoleDecoder, logits: np.ndarray) -> None:
+        if self.decoder.method == "sample":
+            step = sample_step(dec, logits, self.rng, self.temperature)
+        else:
+            step = argmax_step(dec, logits)
+        if step is None:
+            dec.finish_forced()
+            dec.reason = "masked" if len(dec.tokens) < dec.max_tokens else "budget"
+            return
+        dec.accept(step)
+        if dec.done:
+            dec.reason = step.reason or "eos"
 
     def run_simple(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
-        out = []
-        for _ in range(n):
-            ex = Execution(program, args, self)
-            while not ex.done:
-                assert ex.pending is not None
-                ex.resume(self.decode_hole(ex, ex.pending))
-            out.append(ex)
-        return out
+        """argmax / sample(n): n branches, each with its own control flow, decoded in
+        lockstep so their model calls can be batched."""
+        exs = [Execution(program, args, self) for _ in range(n)]
+        decs: list[HoleDecoder | None] = [None] * n
+        while True:
+            live = [i for i, ex in enumerate(exs) if not ex.done]
+            if not live:
+                return exs
+            for i in live:
+                if decs[i] is None:
+                    req = exs[i].pending
+                    assert req is not None
+                    decs[i] = self.new_decoder(exs[i], req)
+            rows = self._logits([decs[i].context() for i in live])  # type: ignore[union-attr]
+            for i, logits in zip(live, rows, strict=True):
+                dec = decs[i]
+                assert dec is not None
+                self._step(dec, logits)
+                if dec.done:
+                    req = exs[i].pending
+                    assert req is not None
+                    exs[i].resume(self.record(dec, req, dec.reason))
+                    decs[i] = None
 
     def run_beam(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
         """Scripted beam search over the whole program (all holes jointly)."""
@@ -532,15 +552,18 @@ class Runtime:
             if all(ex.done for _, ex, _ in beams):
                 break
             pool: list[tuple[float, Execution, HoleDecoder | None]] = []
+            active = []
             for lp, ex, dec in beams:
                 if ex.done:
                     pool.append((lp, ex, None))
                     continue
                 req = ex.pending
                 assert req is not None
-                if dec is None:
-                    dec = self.new_decoder(ex, req)
-                logits = np.asarray(self.model.logits(dec.context()))
+                active.append((lp, ex, dec if dec is not None else self.new_decoder(ex, req)))
+            rows = self._logits([d.context() for _, _, d in active])
+            for (lp, ex, dec), logits in zip(active, rows, strict=True):
+                req = ex.pending
+                assert req is not None
                 steps = best_steps(dec, logits, n)
                 if not steps:
                     d2 = dec.copy()

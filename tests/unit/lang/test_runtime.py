@@ -180,3 +180,30 @@ def test_runtime_errors_point_into_the_query() -> None:
             lines.append(tb.tb_lineno)
         tb = tb.tb_next
     assert lines == [2]
+
+
+def test_regex_holes_use_engine_masks_and_agree_with_follow_checks() -> None:
+    import ast
+
+    from tether.lang.holes import HoleDecoder, VocabInfo
+
+    m = rule_model({"code: ": "AB-123 is it"})
+    e = ast.parse('REGEX(C, r"[A-Z]{2}-[0-9]{3}")', mode="eval").body
+    dec = HoleDecoder(m, VocabInfo.of(m), m.tokenize("code: ", add_bos=True), "C", e, {}, frozenset())
+    assert dec.matchers, "the regex should compile to an engine matcher"
+    allowed = set(dec.prefilter().tolist())
+    follow_ok = {t for t in range(m.vocabulary.size) if dec.check(t) is not None}
+    eos = set(m.eos_ids)
+    assert follow_ok - eos <= allowed  # sound: the engine never masks what Follow allows
+    src = '"code: [C]" where REGEX(C, r"[A-Z]{2}-[0-9]{3}")'
+    with_engine = run_query(src, model=m)
+    without = load_query(src).run(model=m, decoder="argmax(engine=False)")
+    assert with_engine["C"] == without["C"] == "AB-123"
+
+
+def test_sample_branches_batched_or_not_give_the_same_traces() -> None:
+    m = rule_model({})
+    src = 'sample(n=3, temperature=1.5)\n"Pick:[A]" where A in [" blue", " green", " grey"]\n"[B]" where len(B) < 4\n'
+    a = load_query(src).run(model=m, seed=7)
+    b = load_query(src).run(model=m, seed=7, decoder="sample(n=3, temperature=1.5, batch=False)")
+    assert [r.prompt for r in a.results] == [r.prompt for r in b.results]
