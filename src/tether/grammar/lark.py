@@ -94,7 +94,10 @@ def _tokenize(text: str, source: str) -> list[_Tok]:
             while j < len(text) and text[j] in " \t\r\n":
                 j += 1
             if val == "%lark":
-                raise GrammarError("nested %lark grammars are not supported", text, pos, source)
+                end = _matching_brace(text, j, source)
+                out.append(_Tok("lark", text[j + 1 : end], j + 1))
+                pos = end + 1
+                continue
             try:
                 data, end = json.JSONDecoder().raw_decode(text, j)
             except json.JSONDecodeError as exc:
@@ -107,6 +110,28 @@ def _tokenize(text: str, source: str) -> list[_Tok]:
         pos = m.end()
     out.append(_Tok("eof", "", len(text)))
     return out
+
+
+def _matching_brace(text: str, j: int, source: str) -> int:
+    """Offset of the ``}`` closing the ``{`` at ``j`` (strings and regexes skipped)."""
+    if j >= len(text) or text[j] != "{":
+        raise GrammarError("expected '{' after %lark", text, j, source)
+    depth, i = 0, j
+    while i < len(text):
+        c = text[i]
+        if c in "\"/":
+            m = re.compile(r'"(?:[^"\\\n]|\\.)*"|/(?:\\.|[^/\\\n])*/').match(text, i)
+            if m:
+                i = m.end()
+                continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise GrammarError("unclosed %lark { ... }: missing '}'", text, j, source)
 
 
 def _unescape(body: str, text: str, pos: int, source: str) -> str:
@@ -505,6 +530,9 @@ class _Parser:
         if t.kind == "directive" and t.value == "%json":
             data = self.next().data
             return self.json_schema(data, t.pos)
+        if t.kind == "directive" and t.value == "%lark":
+            lark_tok = self.next()
+            return self.nested_lark(lark_tok.value, lark_tok.pos)
         if t.kind == "directive" and t.value == "%regex":
             return self.substring_regex(self.next().data, t.pos)
         if t.kind == "directive" and t.value == "%if":
@@ -577,6 +605,22 @@ class _Parser:
 
         node = alt([EPS] + [seq([Lit(firsts[i]), tail(i + 1)]) for i in range(len(firsts))])
         return Rx(to_regex(node, lambda r: EPS), pos=pos)
+
+    def nested_lark(self, inner: str, pos: int) -> Node:
+        """llguidance's ``%lark { grammar }``: a Lark grammar embedded as one rule."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                g = from_lark(inner, source=self.source)
+        except GrammarError as exc:
+            off = pos
+            if exc.line:
+                lines = inner.split("\n")
+                off = pos + sum(len(x) + 1 for x in lines[: exc.line - 1]) + exc.column - 1
+            raise self.error(f"in %lark grammar: {exc.reason}", off) from None
+        name = f"__lark{len(self.embedded) + 1}"
+        self.embedded[name] = g
+        return Ref(name, pos=pos)
 
     def json_schema(self, data: object, pos: int) -> Node:
         try:

@@ -105,6 +105,15 @@ def test_json_schema_is_embedded() -> None:
         Grammar.from_lark('start: %json {"type": "nonsense"}')
 
 
+def test_nested_lark_grammar() -> None:
+    parser = pytest.importorskip("tether.parser")
+    g = Grammar.from_lark('start: /[ab]+/ foobar\nfoobar: %lark {\n start: "foo" | x\n x: "{" "}"\n}')
+    assert parser.accepts(g, "abfoo") and parser.accepts(g, "a{}") and not parser.accepts(g, "a")
+    with pytest.raises(GrammarError, match="in %lark grammar: unknown name 'valeu'") as info:
+        Grammar.from_lark('start: %lark {\n start: "a" valeu\n}')
+    assert (info.value.line, info.value.column) == (2, 13)
+
+
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
