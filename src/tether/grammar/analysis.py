@@ -25,6 +25,7 @@ from tether.grammar.ast import (
     Rx,
     Seq,
     SetOp,
+    Term,
     normalize,
     overlaps,
     union,
@@ -97,6 +98,8 @@ class Facts:
             if node.name in self._nullable:
                 return self._nullable[node.name]
             return self.nullable(self.resolve(node))
+        if isinstance(node, Term):
+            return False  # an IR terminal is one lexeme (a nullable one is handled by the parser)
         if isinstance(node, SetOp):
             if node.op == "except":
                 return True
@@ -110,6 +113,10 @@ class Facts:
             return _char_ranges(node.text[0], node.ignore_case) if node.text else ()
         if isinstance(node, Cls):
             return node.ranges
+        if isinstance(node, Term):
+            lit = getattr(node.terminal, "literal", None)
+            ic = getattr(node.terminal, "ignore_case", False)
+            return _char_ranges(lit[0], ic) if lit else ANY
         if isinstance(node, Rx | SetOp):
             return ANY  # opaque: assume anything
         if isinstance(node, Seq):

@@ -102,6 +102,14 @@ class SetOp(Node):
 
 
 @dataclass(frozen=True, slots=True)
+class Term(Node):
+    """An existing IR terminal used as is (composition of already-lowered grammars)."""
+
+    terminal: object  # tether.grammar.ir.Terminal (the AST does not import the IR)
+    pos: int = field(default=-1, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Seq(Node):
     items: tuple[Node, ...]
     pos: int = field(default=-1, compare=False)

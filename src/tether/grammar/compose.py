@@ -1,15 +1,23 @@
 """Python constructors and composition: one-terminal grammars, choices, and grammars
 built from other grammars (sequence, union, embedding one as a rule of another).
 
-Embedding renames every rule of the guest as ``<name>__<rule>`` (its start becomes
-``<name>``) and renames guest terminals that clash with a different host terminal, so
-symbols never collide. ``%ignore`` is global in the IR, so two grammars with different
-ignored terminals cannot be combined (GrammarError).
+Composition renames every rule of a part as ``<name>__<rule>`` (its start becomes
+``<name>``) and renames terminals that clash, so symbols never collide.
+
+``sequence`` and ``union`` lower the combined grammar again with the greedy-safe policy
+(``tether.grammar.lower``): what follows a part can change which of its literals may be
+lexed as one terminal (``from_choices(["a", "ab"])`` followed by ``"bc"`` must not lex
+``ab``). Parts built by ``from_gbnf``/``from_kbnf``/``from_choices`` keep their front-end
+AST for this; other terminals (regexes, Lark terminals) are kept as they are.
+Grammars with ``%ignore`` keep Lark's lexeme semantics and are combined as they are;
+``%ignore`` is global, so grammars with different ignored terminals cannot be combined.
+``embed_into`` mutates a host at IR level without re-lowering (used for ``%json`` in Lark).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from tether.errors import GrammarError, RegexError
 from tether.grammar.ir import NT, Flavor, Grammar, Rule, Symbol, T, Terminal
@@ -68,13 +76,15 @@ def from_choices(choices: Sequence[str], *, start: str = "start") -> Grammar:
         raise GrammarError("choices must be a list of strings")
     if not choices:
         raise GrammarError("choices is empty: the grammar would accept nothing")
+    from tether.grammar.ast import Lit, alt
+
     g = Grammar(start=start)
     for i, c in enumerate(dict.fromkeys(choices)):
         if c == "":
             g.add_rule(start)
             continue
         g.add_rule(start, g.add_terminal(Terminal(f"CHOICE{i}", literal=c)))
-    return g
+    return attach_ast(g, {start: alt([Lit(c) for c in dict.fromkeys(choices)])}, start)
 
 
 def _ignore_sig(g: Grammar) -> set[tuple[object, ...]]:
@@ -130,6 +140,71 @@ def _renamed(t: Terminal, name: str) -> Terminal:
     return replace(t, name=name)
 
 
+def attach_ast(g: Grammar, rules: dict[str, Any], start: str) -> Grammar:
+    """Record the front-end AST ``g`` was lowered from (used by ``sequence``/``union``)."""
+    g.source_ast = (rules, start, g.ir_signature())
+    return g
+
+
+def to_ast(g: Grammar) -> tuple[dict[str, Any], str]:
+    """The front-end AST of ``g``: the recorded one if the IR is unchanged since, else
+    one built from the IR (literal terminals as literals, other terminals as is)."""
+    from tether.grammar.ast import Lit, Node, Ref, Term, alt, seq
+
+    rec = g.source_ast
+    if isinstance(rec, tuple) and len(rec) == 3 and rec[2] == g.ir_signature():
+        return rec[0], rec[1]
+    by: dict[str, list[Any]] = {}
+    for r in g.rules:
+        items: list[Node] = []
+        for sym in r.rhs:
+            if isinstance(sym, NT):
+                items.append(Ref(sym.name))
+            else:
+                t = g.terminals[sym.name]
+                plain = t.literal is not None and not t.ignore_case and not t.lazy and t.stop is None and t.max_len is None
+                items.append(Lit(t.literal) if plain and t.literal else Term(t))
+        by.setdefault(r.lhs, []).append(seq(items))
+    return {k: alt(v) for k, v in by.items()}, g.start
+
+
+def _rename_ast(rules: dict[str, Any], start: str, name: str) -> dict[str, Any]:
+    from tether.grammar.ast import Alt, Ref, Rep, Seq, SetOp
+
+    def new(n: str) -> str:
+        return name if n == start else f"{name}__{n}"
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, Ref):
+            return Ref(new(node.name), pos=node.pos)
+        if isinstance(node, Seq | Alt):
+            return type(node)(tuple(walk(i) for i in node.items), pos=node.pos)
+        if isinstance(node, Rep):
+            return Rep(walk(node.item), node.lo, node.hi, pos=node.pos)
+        if isinstance(node, SetOp):
+            return SetOp(node.op, tuple(walk(a) for a in node.args), node.max_reps, pos=node.pos)
+        return node
+
+    return {new(k): walk(v) for k, v in rules.items()}
+
+
+def _relower(grammars: Sequence[Grammar], start: str, kind: str, body: Any) -> Grammar:
+    """Combine the parts' ASTs under ``start -> body(part refs)`` and lower once."""
+    from tether.grammar.ast import Ref
+    from tether.grammar.lower import lower
+
+    rules: dict[str, Any] = {}
+    refs = []
+    for i, g in enumerate(grammars):
+        r, s = to_ast(g)
+        rules.update(_rename_ast(r, s, f"{kind}{i}"))
+        refs.append(Ref(f"{kind}{i}"))
+    rules[start] = body(refs)
+    out = lower(rules, start, mode="char")
+    out.warnings = [w for g in grammars for w in g.warnings]
+    return attach_ast(simplify(out, warn_unreachable=set()), rules, start)
+
+
 def _combine(grammars: Sequence[Grammar], start: str, kind: str) -> tuple[Grammar, list[NT]]:
     if not grammars:
         raise GrammarError(f"{kind} of no grammars")
@@ -145,6 +220,10 @@ def _combine(grammars: Sequence[Grammar], start: str, kind: str) -> tuple[Gramma
 
 def sequence(*grammars: Grammar, start: str = "start") -> Grammar:
     """A grammar for the concatenation of the languages of ``grammars``."""
+    from tether.grammar.ast import seq
+
+    if grammars and all(isinstance(g, Grammar) and not g.ignore for g in grammars):
+        return _relower(grammars, start, "seq", lambda refs: seq(refs))
     out, parts = _combine(grammars, start, "seq")
     out.add_rule(start, *parts)
     return simplify(out)
@@ -152,6 +231,10 @@ def sequence(*grammars: Grammar, start: str = "start") -> Grammar:
 
 def union(*grammars: Grammar, start: str = "start") -> Grammar:
     """A grammar for the union of the languages of ``grammars``."""
+    from tether.grammar.ast import alt
+
+    if grammars and all(isinstance(g, Grammar) and not g.ignore for g in grammars):
+        return _relower(grammars, start, "alt", lambda refs: alt(refs))
     out, parts = _combine(grammars, start, "alt")
     for p in parts:
         out.add_rule(start, p)

@@ -346,8 +346,11 @@ def from_gbnf(text: str, *, start: str = "root", source: str = "", strict: bool 
     _check_refs(rules, text, source)
     if strict:
         _check_left_recursion(rules, positions, text, source)
+    from tether.grammar.compose import attach_ast
+
     g = lower(rules, start, mode="char", text=text, source=source)
-    return simplify(
+    g = simplify(
         g, text=text, source=source, positions=positions,
         warn_unreachable=set(rules) - ast_reachable(rules, start),
     )
+    return attach_ast(g, rules, start)

@@ -173,6 +173,13 @@ class Grammar:
     ignore: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     lowering: list[str] = field(default_factory=list)
+    # the front-end AST the grammar was lowered from, with the IR it produced, so that
+    # composition can lower the combined grammar again (see compose.py); ignored by ==
+    source_ast: object = field(default=None, repr=False, compare=False)
+
+    def ir_signature(self) -> tuple[object, ...]:
+        """A value that changes whenever rules, terminals, start or ignore change."""
+        return (self.start, tuple(self.rules), tuple(self.terminals.items()), tuple(self.ignore))
 
     def add_rule(self, lhs: str, *rhs: Symbol) -> None:
         self.rules.append(Rule(lhs, tuple(rhs)))

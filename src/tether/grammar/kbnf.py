@@ -215,9 +215,12 @@ def from_kbnf(text: str, *, start: str | None = None, source: str = "") -> Gramm
     _check_regular_operands(p, text, source)
     rules = _lower_literal_excepts(p.rules)
     lw = Lowering(rules, start, mode="char", text=text, source=source)
+    from tether.grammar.compose import attach_ast
+
     g = lw.run(p.order + [n for n in rules if n not in p.rules])
-    return simplify(g, text=text, source=source, positions=p.positions,
-                    warn_unreachable=set(p.rules) - ast_reachable(p.rules, start))
+    g = simplify(g, text=text, source=source, positions=p.positions,
+                 warn_unreachable=set(p.rules) - ast_reachable(p.rules, start))
+    return attach_ast(g, rules, start)
 
 
 def _literals(node: Node, rules: dict[str, Node]) -> list[str] | None:

@@ -47,6 +47,7 @@ from tether.grammar.ast import (
     Rx,
     Seq,
     SetOp,
+    Term,
     overlaps,
     refs,
     union,
@@ -106,7 +107,7 @@ class Lowering:
         """The non-empty part of L(node), or None if L(node) ⊆ {ε}."""
         if isinstance(node, Lit):
             return node if node.text else None
-        if isinstance(node, Cls):
+        if isinstance(node, Cls | Term):
             return node
         if isinstance(node, Rx | SetOp):
             if isinstance(node, Rx) and not rx_nullable(node):
@@ -148,6 +149,23 @@ class Lowering:
 
     def terminal(self, node: Node, name: str | None = None) -> T:
         """The IR terminal for a non-nullable lexical ``node``."""
+        if isinstance(node, Term):
+            t0: Terminal = node.terminal  # type: ignore[assignment]
+            key0: tuple[object, ...] = ("term", t0)
+            if key0 not in self._term_by_key:
+                new, k = t0.name, 1
+                while new in self.grammar.terminals:
+                    k += 1
+                    new = f"{t0.name}_{k}"
+                from dataclasses import replace
+
+                self.grammar.add_terminal(replace(t0, name=new))
+                self._term_by_key[key0] = new
+            return T(self._term_by_key[key0])
+        if isinstance(node, Seq) and node.items and all(
+            isinstance(i, Lit) and not i.ignore_case for i in node.items
+        ):  # consecutive literals merge into one literal terminal
+            node = Lit("".join(i.text for i in node.items if isinstance(i, Lit)))
         if isinstance(node, Lit):
             key: tuple[object, ...] = ("lit", node.text, node.ignore_case)
         elif isinstance(node, Rx) and not node.flags:  # keep the user's regex as written
@@ -228,7 +246,7 @@ class Lowering:
             got = all(r.name in self.lexical and r not in self.split for r in refs(node))
             if got and isinstance(node, Ref):
                 got = node not in self.split
-            if got and not isinstance(node, Rx | SetOp) and self._has_opaque(node):
+            if got and not isinstance(node, Rx | SetOp | Term) and self._has_opaque(node):
                 got = False  # opaque regexes stay terminals of their own
             self._unitable[node] = got
         return got
@@ -237,7 +255,7 @@ class Lowering:
         stack, seen = [node], set()
         while stack:
             n = stack.pop()
-            if isinstance(n, Rx | SetOp):
+            if isinstance(n, Rx | SetOp | Term):
                 return True
             if isinstance(n, Ref):
                 if n.name not in seen and n.name in self.rules:
@@ -259,7 +277,7 @@ class Lowering:
         parts: list[Node] = []
         run: list[Node] = []
         for it in node.items:
-            if self.is_unit(it) and not isinstance(it, Rx | SetOp):
+            if self.is_unit(it) and not isinstance(it, Rx | SetOp | Term):
                 run.append(it)
                 continue
             if run:
@@ -332,7 +350,7 @@ class Lowering:
             # definition: they are neither tested nor split
             cands: list[tuple[Node, Node]] = []
             for n in units:
-                ne = self.nonempty(n) if not isinstance(n, Rx | SetOp) else None
+                ne = self.nonempty(n) if not isinstance(n, Rx | SetOp | Term) else None
                 if ne is not None:
                     cands.append((n, ne))
             firsts = {n: self.facts.first(ne) for n, ne in cands}
@@ -403,7 +421,7 @@ class Lowering:
             if self.mode == "char":  # a split literal
                 return [self.terminal(Lit(c, node.ignore_case)) for c in node.text]
             return [self.terminal(node)] if node.text else []
-        if isinstance(node, Cls | Rx | SetOp):
+        if isinstance(node, Cls | Rx | SetOp | Term):
             return self.optional_terminal(node)
         if isinstance(node, Ref):
             if node.name in self.term_defs:

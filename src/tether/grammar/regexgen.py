@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tether.grammar.ast import EPS, MAX_CP, Alt, Cls, Lit, Node, Ref, Rep, Rx, Seq, SetOp
+from tether.grammar.ast import EPS, MAX_CP, Alt, Cls, Lit, Node, Ref, Rep, Rx, Seq, SetOp, Term
 
 _LITERAL_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ ")
 
@@ -124,8 +124,8 @@ def to_regex(node: Node, resolve: Callable[[Ref], Node]) -> str:
         if not _atomic(inner):
             inner = f"(?:{inner})"
         return inner + _quant(node.lo, node.hi)
-    if isinstance(node, SetOp):
-        raise ValueError("set operations have no regex spelling")
+    if isinstance(node, SetOp | Term):
+        raise ValueError("set operations and IR terminals have no regex spelling here")
     raise TypeError(f"unexpected node {node!r}")
 
 

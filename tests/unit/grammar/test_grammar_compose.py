@@ -57,3 +57,21 @@ def test_grammars_with_different_ignores_do_not_combine() -> None:
     b = Grammar.from_lark('start: "b"')
     with pytest.raises(GrammarError, match="ignore"):
         Grammar.sequence(a, b)
+
+
+def test_sequence_lowers_the_combined_grammar_again() -> None:
+    parser = pytest.importorskip("tether.parser")
+    # greedy lexing of the choice "ab" would swallow the "b" that "bc" needs
+    s = Grammar.sequence(Grammar.from_choices(["a", "ab"]), Grammar.from_choices(["bc"]))
+    assert parser.accepts(s, "abc") and parser.accepts(s, "abbc") and not parser.accepts(s, "ab")
+    # a repetition followed by more of the same characters
+    s2 = Grammar.sequence(Grammar.from_gbnf("root ::= [0-9]+"), Grammar.from_gbnf('root ::= [0-9] "x"'))
+    assert parser.accepts(s2, "123x") and not parser.accepts(s2, "1x")
+
+
+def test_composition_after_mutation_uses_the_current_rules() -> None:
+    a = Grammar.from_choices(["x"])
+    a.add_rule("start", a.add_terminal(__import__("tether.grammar", fromlist=["Terminal"]).Terminal("Y", literal="y")))
+    u = Grammar.union(a, Grammar.from_choices(["z"]))
+    for s in ["x", "y", "z"]:
+        assert cf_accepts(u, s), s
