@@ -311,6 +311,19 @@ def log_softmax(logits: np.ndarray, n: int, temperature: float = 1.0) -> np.ndar
     return row - (m + math.log(np.exp(row - m).sum()))
 
 
+class _LazyLogprob:
+    """``log_softmax(logits)[t]`` for the few tokens asked (one log-sum-exp, float32)."""
+
+    def __init__(self, logits: np.ndarray, n: int) -> None:
+        row = logits[:n]
+        m = float(row.max())
+        self.row = row
+        self.lse = m + math.log(float(np.exp(row - m, dtype=np.float32).sum(dtype=np.float64)))
+
+    def __getitem__(self, t: int) -> float:
+        return float(self.row[t]) - self.lse
+
+
 def _end_wish(dec: HoleDecoder, t: int) -> bool:
     """The model's own choice ``t`` is masked: does it mean "end the hole here"?
 
@@ -324,7 +337,7 @@ def _end_wish(dec: HoleDecoder, t: int) -> bool:
 
 def best_steps(dec: HoleDecoder, logits: np.ndarray, k: int, limit: int = 20000) -> list[Step]:
     """The ``k`` most likely allowed steps (END included), by raw model log-probability."""
-    lp = log_softmax(logits, dec.info.size)
+    lp = _LazyLogprob(logits, dec.info.size)
     out: list[Step] = []
     end_ok: bool | None = None
 
