@@ -6,7 +6,7 @@ Code map: ``strings.py`` (ECMA-262 patterns, JSON string escaping) → ``numbers
 See docs/json_schema.md for the supported subset.
 """
 
-from tether.grammar.json_schema.compiler import compile_json_schema
+from tether.grammar.json_schema.compiler import compile_json_schema, dumps_for
 from tether.grammar.json_schema.layout import dumps
 
-__all__ = ["compile_json_schema", "dumps"]
+__all__ = ["compile_json_schema", "dumps", "dumps_for"]

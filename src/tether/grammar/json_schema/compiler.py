@@ -153,6 +153,7 @@ class _Compiler:
         self.ptr_of: dict[int, str] = {}
         self.docs: dict[str, Any] = {}
         self._keep: list[Any] = []
+        self._root_validator: Any = None
         self._n = 0
         self._index_document(schema, DEFAULT_BASE, "#")
 
@@ -874,18 +875,7 @@ class _Compiler:
             for pat, sub in pp.items():
                 patterns.append((pat, sub, _ptr(p, "patternProperties", pat), idx))
         for k, conj in named.items():
-            for idx, (s, p) in enumerate(flat):
-                props = s.get("properties", {})
-                matched = False
-                if k in props:
-                    conj.append((props[k], _ptr(p, "properties", k)))
-                    matched = True
-                for pat, sub, q, i in patterns:
-                    if i == idx and self._pattern_matches(pat, k, q):
-                        conj.append((sub, q))
-                        matched = True
-                if not matched and "additionalProperties" in s:
-                    conj.append((s["additionalProperties"], _ptr(p, "additionalProperties")))
+            conj += self._key_members(flat, patterns, k)
         # property names must satisfy propertyNames
         if name_schemas:
             check = self._name_check(name_schemas)
@@ -910,6 +900,99 @@ class _Compiler:
             self.warn(f"property_order='any' is exact for up to 8 properties; "
                       f"an object with {len(slots)} uses schema order")
         return self._object_schema_order(slots, extras, min_p, max_p, depth)
+
+    def _key_members(self, flat: list[Member], patterns: list, k: str) -> list[Member]:
+        """What each member says about the value of key ``k``."""
+        conj: list[Member] = []
+        for idx, (s, p) in enumerate(flat):
+            props = s.get("properties", {})
+            matched = False
+            if k in props:
+                conj.append((props[k], _ptr(p, "properties", k)))
+                matched = True
+            for pat, sub, q, i in patterns:
+                if i == idx and self._pattern_matches(pat, k, q):
+                    conj.append((sub, q))
+                    matched = True
+            if not matched and "additionalProperties" in s:
+                conj.append((s["additionalProperties"], _ptr(p, "additionalProperties")))
+        return conj
+
+    # ------------------------------------------------------------------ canonical order
+
+    def reorder(self, members: list[Member], value: Any) -> Any:
+        """``value`` with object keys in the order the grammar writes them."""
+        flat = self.flatten(members)
+        if flat is None:
+            return value
+        consumed: set = set()
+        while True:
+            pick = next(((s, p, kw) for s, p in flat for kw in ("anyOf", "oneOf")
+                         if kw in s and (id(s), kw) not in consumed), None)
+            if pick is None:
+                break
+            s, p, kw = pick
+            consumed.add((id(s), kw))
+            branches = [(b, _ptr(p, kw, i)) for i, b in enumerate(s[kw])]
+            chosen = next((b for b in branches if self._is_valid(b[0], value)), branches[0])
+            flat = self.flatten([*flat, chosen]) or flat
+        key = _json_key(value)
+        for s, _ in flat:  # enum/const values are written as the schema spells them
+            for kw in ("const", "enum"):
+                vals = [s[kw]] if kw == "const" and kw in s else s.get(kw) if kw == "enum" else None
+                for v in vals if isinstance(vals, list) else []:
+                    if _json_key(v) == key:
+                        return v
+        if isinstance(value, dict):
+            order: list[str] = []
+            for s, _ in flat:
+                for k in s.get("properties", {}) or {}:
+                    if k not in order:
+                        order.append(k)
+            for s, _ in flat:
+                for k in s.get("required", []) or []:
+                    if k not in order:
+                        order.append(k)
+            patterns = [(pat, sub, _ptr(p, "patternProperties", pat), idx)
+                        for idx, (s, p) in enumerate(flat)
+                        for pat, sub in (s.get("patternProperties", {}) or {}).items()]
+            keys = [k for k in order if k in value] + [k for k in value if k not in order]
+            return {k: self.reorder(self._key_members(flat, patterns, k), value[k]) for k in keys}
+        if isinstance(value, list):
+            out = []
+            for j, v in enumerate(value):
+                conj: list[Member] = []
+                for s, p in flat:
+                    items = s.get("items")
+                    if "prefixItems" in s:
+                        pre, rest = s["prefixItems"], items
+                    elif isinstance(items, list):
+                        pre, rest = items, s.get("additionalItems")
+                    else:
+                        pre, rest = [], items
+                    if j < len(pre):
+                        conj.append((pre[j], _ptr(p, "items", j)))
+                    elif rest is not None:
+                        conj.append((rest, _ptr(p, "items")))
+                out.append(self.reorder(conj, v))
+            return out
+        return value
+
+    def _is_valid(self, schema: Any, value: Any) -> bool:
+        if not isinstance(schema, dict):
+            return schema is not False
+        try:
+            import jsonschema
+        except ImportError:
+            t = schema.get("type")
+            return t is None or _type_of(value) in _type_set(t, "#")
+        if self._root_validator is None:
+            cls = jsonschema.validators.validator_for(self.root, default=jsonschema.Draft202012Validator)
+            self._root_validator = cls(self.root if isinstance(self.root, (dict, bool)) else {})
+        try:
+            return bool(self._root_validator.evolve(schema=schema).is_valid(value))
+        except Exception:  # noqa: BLE001 - unresolvable refs etc.: undecided, not valid
+            return False
 
     def _pattern_matches(self, pattern: str, key: str, pointer: str) -> bool:
         try:
@@ -1217,6 +1300,33 @@ def compile_json_schema(
     return c.g
 
 
+def dumps_for(
+    schema: Any,
+    value: Any,
+    *,
+    whitespace: Whitespace = "compact",
+    indent: int = 2,
+    property_order: PropertyOrder = "schema",
+    draft: Draft | None = None,
+) -> str:
+    """The text ``compile_json_schema(schema, ...)`` accepts for ``value`` (a valid value).
+
+    Object keys are put in the grammar's order (``properties`` order across ``$ref``,
+    ``allOf`` and the first ``anyOf``/``oneOf`` branch the value validates against, then
+    the other keys); the rest is ``dumps``. Useful to write few-shot examples and to test
+    that valid values are accepted.
+    """
+    if property_order == "schema":
+        c = _Compiler(schema, layout=Layout(whitespace, indent), property_order=property_order,
+                      lenient=True, draft=draft, max_repeat=0, max_rules=0, max_depth=0,
+                      max_expansion=10_000, resolve_remote=None)
+        try:
+            value = c.reorder([(schema, "#")], value)
+        except (SchemaError, RecursionError):
+            pass
+    return Layout(whitespace, indent).dumps(value)
+
+
 def _prune(g: Grammar) -> None:
     """Drop rules that use nonterminals deriving no finite text, then unreachable ones."""
     productive: set[str] = set()
@@ -1249,4 +1359,4 @@ def _prune(g: Grammar) -> None:
     g.terminals = {k: v for k, v in g.terminals.items() if k in used_t}
 
 
-__all__ = ["compile_json_schema"]
+__all__ = ["compile_json_schema", "dumps_for"]

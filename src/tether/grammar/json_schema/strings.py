@@ -681,11 +681,12 @@ def _render(node: Node, cset) -> tuple[str, int]:  # type: ignore[no-untyped-def
             return _render(node.items[0], cset)
         if EPS in node.items:  # write ε | x as (?:x)? — no empty alternatives in the output
             t, p = _render(alt(*[i for i in node.items if i != EPS]), cset)
-            return (f"(?:{t})" if p else t) + "?", 0
+            return (f"(?:{t})" if p else t) + "?", 1
         return "|".join(_render(i, cset)[0] for i in node.items), 2
     if isinstance(node, Rep):
         t, p = _render(node.item, cset)
-        return (f"(?:{t})" if p else t) + _rep_suffix(node.lo, node.hi), 0
+        # precedence 1: a quantified atom takes no second quantifier without a group
+        return (f"(?:{t})" if p else t) + _rep_suffix(node.lo, node.hi), 1
     raise AssertionError(node)
 
 
