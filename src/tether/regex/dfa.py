@@ -139,11 +139,14 @@ class LexerDfa:
         if not pairs:
             values.fill(DEAD)
         else:
-            for cls in byte_classes(n for _, n in pairs):
-                b = lowest_byte(cls)
-                nxt = self._prune((t, derivative(n, b)) for t, n in pairs)
-                target = self._state_id(nxt) if nxt else DEAD
-                values[mask_bytes(cls)] = target
+            classes = byte_classes(n for _, n in pairs)
+            if len(classes) == 1:
+                nxt = self._prune((t, derivative(n, 0)) for t, n in pairs)
+                values.fill(self._state_id(nxt) if nxt else DEAD)
+            else:
+                for cls in classes:
+                    nxt = self._prune((t, derivative(n, lowest_byte(cls))) for t, n in pairs)
+                    values[_class_bits(cls)] = self._state_id(nxt) if nxt else DEAD
         self.table[state] = values  # self.table may have been replaced by _state_id
 
     def step(self, state: int, byte: int) -> int:
@@ -202,6 +205,20 @@ class LexerDfa:
             if limit is not None and len(seen) > limit:
                 break
         return len(seen)
+
+
+_CLASS_BITS: dict[int, NDArray[np.bool_]] = {}
+
+
+def _class_bits(mask: int) -> NDArray[np.bool_]:
+    """The 256-bit byte mask as a bool array (cached: classes recur across rows)."""
+    a = _CLASS_BITS.get(mask)
+    if a is None:
+        raw = np.frombuffer(mask.to_bytes(32, "little"), np.uint8)
+        a = np.unpackbits(raw, bitorder="little").astype(np.bool_)
+        if len(_CLASS_BITS) < 100_000:
+            _CLASS_BITS[mask] = a
+    return a
 
 
 # --- whole-language questions ----------------------------------------------------------------
