@@ -361,7 +361,7 @@ class Lowering:
             # index candidates by first code point range so a literal-heavy grammar does
             # not compare every pair
             to_split: set[Node] = set()
-            union = Automaton(Alt(tuple(ne for _, ne in cands)), self.resolve) if len(cands) > 8 else None
+            union = Automaton(Alt(tuple(ne for _, ne in cands)), self.resolve) if len(cands) > 40 else None
             for t, tne in cands:
                 fol = units[t]
                 if not fol:
