@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from tether.errors import ModelError
 from tether.lang.compiler import HOLE_FN, STR_FN, CompiledBody, compile_body
 from tether.lang.holes import (
     HoleDecoder,
@@ -46,7 +47,7 @@ from tether.lang.holes import (
     score_text,
 )
 from tether.lang.result import HoleRecord, QueryResult, Segment
-from tether.lang.semantics import conjuncts, evaluate, mentions
+from tether.lang.semantics import HoleState, conjuncts, evaluate, mentions, plan
 from tether.lang.syntax import DecoderSpec, QueryAst
 
 ACTIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("tether_lang_active", default=None)
@@ -419,7 +420,9 @@ class Runtime:
                  chat_roles: dict[str, str] | None = None) -> None:
         self.model = model
         self.decoder = decoder
-        self.info = VocabInfo.of(model)
+        # black-box models (HTTP APIs) have no logits: holes go through the server
+        black_box = getattr(model, "black_box", False) or not hasattr(model, "logits")
+        self.info = None if black_box else VocabInfo.of(model)
         self.input_fn = input_fn or builtins.input
         args = decoder.args
         self.max_tokens = int(max_tokens or args.get("max_len", args.get("max_tokens", DEFAULT_MAX_TOKENS)))  # type: ignore[call-overload]
@@ -477,6 +480,8 @@ class Runtime:
 
     def distribute(self, ex: Execution, req: HoleRequest) -> HoleRecord:
         """Score every support value (full log-probability); normalise; argmax."""
+        if self.info is None:
+            raise ModelError("distribute needs log-probabilities; this model offers none (an HTTP API)")
         trace = ex.trace()
         ctx = self.tokenize_prompt(trace)
         scores = []
@@ -520,10 +525,48 @@ class Runtime:
         if dec.done:
             dec.reason = step.reason or "eos"
 
+    def decode_hole_remote(self, ex: Execution, req: HoleRequest) -> HoleRecord:
+        """A hole on a black-box model (no logits): the exact parts of the constraint go
+        to the server (choices, one regex, stop phrases, token budget, via
+        ``tether.program.generate``); the whole constraint is then checked with Final
+        semantics and the result says whether it holds."""
+        from tether.program import generate, regex  # noqa: PLC0415
+
+        st = HoleState(req.name, "", False, 0, req.scope, req.future - {req.name}, None)
+        p = plan(req.constraint, st)
+        output: Any = None
+        if p.choices is not None:
+            output = list(p.choices)
+        elif len(p.regexes) == 1:
+            output = regex(p.regexes[0])
+        budget = self.max_tokens if p.max_tokens is None else min(self.max_tokens, p.max_tokens)
+        before = self.model.costs.generate_calls
+        g = generate(self.model, ex.trace(), output, decoder=self.decoder.method if self.decoder.method == "sample" else "argmax",
+                     max_tokens=max(budget, 1), temperature=self.temperature if self.decoder.method == "sample" else None,
+                     stop=[s for s, _ in p.stops] or None, healing=False)
+        if self.model.costs.generate_calls == before:
+            self.model.costs.generate_calls += 1
+        text = g.text
+        how = "budget" if g.finish_reason == "length" else "eos"
+        if p.stops and g.finish_reason == "stop":
+            kept = [s for s, keep in p.stops if keep]
+            if len(p.stops) == 1 and kept:  # the server drops the stop text; STOPS_AT keeps it
+                text += kept[0]
+                how = "stop"
+        fv = evaluate(req.constraint, st.extended(text, 0, True)) if req.constraint is not None else None
+        ok = fv is None or fv.value is None or bool(fv.value)
+        return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how, satisfied=ok)
+
     def run_simple(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
         """argmax / sample(n): n branches, each with its own control flow, decoded in
         lockstep so their model calls can be batched."""
         exs = [Execution(program, args, self) for _ in range(n)]
+        if self.info is None:  # black-box model: one hole at a time, through the server
+            for ex in exs:
+                while not ex.done:
+                    assert ex.pending is not None
+                    ex.resume(self.decode_hole_remote(ex, ex.pending))
+            return exs
         decs: list[HoleDecoder | None] = [None] * n
         while True:
             live = [i for i, ex in enumerate(exs) if not ex.done]
@@ -594,6 +637,8 @@ class Runtime:
         try:
             n = self.decoder.n
             if self.decoder.method == "beam":
+                if self.info is None:
+                    raise ModelError("beam(n) needs a model with logits; an HTTP model offers argmax and sampling")
                 exs = self.run_beam(program, args, max(1, n))
             else:
                 exs = self.run_simple(program, args, max(1, n))

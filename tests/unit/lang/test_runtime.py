@@ -207,3 +207,39 @@ def test_sample_branches_batched_or_not_give_the_same_traces() -> None:
     a = load_query(src).run(model=m, seed=7)
     b = load_query(src).run(model=m, seed=7, decoder="sample(n=3, temperature=1.5, batch=False)")
     assert [r.prompt for r in a.results] == [r.prompt for r in b.results]
+
+
+class FakeHTTPModel:
+    """A black-box model (no logits): completions from a table, stop phrases applied."""
+
+    def __init__(self, replies: dict[str, str]) -> None:
+        from tether.models.base import Costs
+
+        self.costs = Costs()
+        self.name = "fake-http"
+        self.black_box = True
+        self.replies = replies
+        self.requests: list[dict] = []
+
+    def complete(self, prompt: str, **params):  # type: ignore[no-untyped-def]
+        self.requests.append(params)
+        text = next((v for k, v in self.replies.items() if prompt.endswith(k)), "")
+        finish = "stop"
+        for s in params.get("stop") or []:
+            if s in text:
+                text = text[: text.index(s)]
+        if len(text) > params.get("max_tokens", 99):
+            text, finish = text[: params["max_tokens"]], "length"
+        self.costs.model_calls += 1
+        return {"choices": [{"text": text, "finish_reason": finish}], "usage": {}}
+
+
+def test_black_box_model_gets_stops_and_budget_and_results_are_validated() -> None:
+    m = FakeHTTPModel({"Q:": " Paris. And more", "Z:": " 12 apples"})
+    r = run_query('"Q:[A]\\n" where STOPS_AT(A, ".") and len(TOKENS(A)) < 9\n"Z:[N]" where INT(N)', model=m)
+    assert r["A"] == " Paris." and r.holes[0].stopped == "stop"
+    assert m.requests[0]["stop"] == ["."] and m.requests[0]["max_tokens"] == 8
+    assert r.costs.generate_calls == 2
+    assert not r.holes[1].satisfied  # the server ignored the INT constraint: reported
+    with pytest.raises(Exception, match="beam"):
+        load_query('beam(n=2)\n    "Q:[A]"\n').run(model=m)
