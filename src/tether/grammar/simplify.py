@@ -217,12 +217,9 @@ def eliminate_epsilon(g: Grammar) -> Grammar:
         for v in variants:
             if v and v != (NT(r.lhs),):
                 out_rules.append(Rule(r.lhs, v))
-    while True:  # drop variants that use a rule whose only derivation was ε
-        defined = {r.lhs for r in out_rules}
-        kept = [r for r in out_rules if all(not isinstance(s, NT) or s.name in defined for s in r.rhs)]
-        if len(kept) == len(out_rules):
-            break
-        out_rules = kept
+    # drop variants that use a rule whose only derivation was ε (no longer productive)
+    prod = productive_rules(Grammar(start=g.start, rules=out_rules))
+    out_rules = [r for r in out_rules if all(not isinstance(s, NT) or s.name in prod for s in r.rhs)]
     start = g.start
     out = Grammar(start=start, terminals=dict(g.terminals), ignore=list(g.ignore),
                   warnings=list(g.warnings), lowering=list(g.lowering))
