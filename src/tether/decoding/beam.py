@@ -103,7 +103,9 @@ def beam_search(
             if len(v) == 0:
                 continue
             lp = log_softmax(v)
-            k = min(width, int(np.isfinite(lp).sum()))
+            # more than ``width`` candidates per beam: extensions that merge with others
+            # (same text by another tokenization) do not take a slot
+            k = min(4 * width + 4, int(np.isfinite(lp).sum()))
             if k <= 0:
                 continue
             top = np.argpartition(-lp, k - 1)[:k] if k < len(lp) else np.arange(len(lp))
@@ -113,21 +115,26 @@ def beam_search(
         cands.sort(key=lambda c: (-c[0], c[1], c[2]))
         new_live: list[_Branch] = []
         seen: set[bytes] = set()
+        taken = 0
         for score, bi, token in cands:
-            if len(new_live) >= width:
+            if taken >= width:
                 break
             c = _fork(live[bi])
             c.logprob = score
             c.push(vocab, token, False)
             generated += 1
-            if settle(c):
+            if settle(c):  # a finished beam takes a slot only when its text is new
+                key = bytes(c.scanner.text)
+                if c.finish != "error" and key not in finished:
+                    taken += 1
                 add_finished(c)
                 continue
-            key = bytes(c.scanner.text) + bytes(c.guide.pending)
+            key = bytes(c.scanner.text) + b"\x00" + bytes(c.guide.pending)
             if key in seen:
                 continue
             seen.add(key)
             new_live.append(c)
+            taken += 1
         live = new_live
     model.costs.generated_tokens += generated
     best = sorted(finished.values(), key=lambda f: (not f.guide.is_accepting(), -f.logprob))[: decoder.n]

@@ -113,9 +113,21 @@ def _sample_settings(decoder: Decoder) -> tuple[Sample | None, int]:
     raise TypeError(f"decode() runs Argmax, Sample or BestOf; got {type(decoder).__name__} (use beam_search)")
 
 
+def _completion_tokens(model: Any, guide: Guide) -> list[int] | None:
+    """Canonical tokens of the shortest completion; None if the engine finds none."""
+    try:
+        return tokens_for_bytes(model, guide.shortest_completion())
+    except Exception:  # noqa: BLE001 -- decode time never raises (ConstraintError: no completion found)
+        return None
+
+
 def _close(model: Any, b: _Branch) -> None:
     """Append the shortest completion (budget closing)."""
-    for t in tokens_for_bytes(model, b.guide.shortest_completion()):
+    toks = _completion_tokens(model, b.guide)
+    if toks is None:
+        b.finish = "length"
+        return
+    for t in toks:
         b.push(model.vocabulary, t, True)
         if b.finish == "error":
             return
@@ -170,10 +182,8 @@ def _step(
         if close_on_budget and not b.guide.free:
             remaining = max_tokens - len(b.tokens)
             g2 = b.guide.copy()
-            if not g2.consume(token) or (
-                token not in vocab.eos_ids
-                and len(tokens_for_bytes(model, g2.shortest_completion())) > remaining - 1
-            ):
+            after = _completion_tokens(model, g2) if g2.consume(token) and token not in vocab.eos_ids else []
+            if after is not None and len(after) > remaining - 1:
                 _close(model, b)
                 continue
         b.logprob += float(log_softmax(v)[k])
@@ -207,7 +217,7 @@ def decode_iter(
     model: Any,
     prompt_tokens: Sequence[int],
     matcher: Any | None = None,
-    decoder: Decoder = Argmax(),
+    decoder: Decoder | None = None,
     *,
     max_tokens: int = 256,
     stop: Sequence[str | bytes] = (),
@@ -219,6 +229,7 @@ def decode_iter(
     """Like `decode`, yielding the current state of every sequence after each step."""
     if max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0; got {max_tokens}")
+    decoder = decoder if decoder is not None else Argmax()
     branches, sampler = _start(model, prompt_tokens, matcher, decoder, stop, heal)
     counted = 0
     while True:
@@ -239,7 +250,7 @@ def decode(
     model: Any,
     prompt_tokens: Sequence[int],
     matcher: Any | None = None,
-    decoder: Decoder = Argmax(),
+    decoder: Decoder | None = None,
     *,
     max_tokens: int = 256,
     stop: Sequence[str | bytes] = (),
@@ -257,6 +268,7 @@ def decode(
     must start by re-generating it and it is not part of ``text``. Each sequence owns a
     copy of ``matcher`` (the one passed in is used by the last sequence).
     """
+    decoder = decoder if decoder is not None else Argmax()
     if isinstance(decoder, Beam):
         from tether.decoding.beam import beam_search
 
@@ -265,11 +277,11 @@ def decode(
             fast_forward=fast_forward, close_on_budget=close_on_budget, selective=selective,
         )
     final: list[Decoded] = []
-    for final in decode_iter(
+    for state in decode_iter(
         model, prompt_tokens, matcher, decoder, max_tokens=max_tokens, stop=stop, heal=heal,
         fast_forward=fast_forward, close_on_budget=close_on_budget, selective=selective,
     ):
-        pass
+        final = state
     if isinstance(decoder, BestOf):
         final.sort(key=lambda d: (d.finish_reason == "error", -d.logprob))
     return final

@@ -43,7 +43,7 @@ def filtered_probabilities(values: NDArray[np.floating], s: Sample) -> NDArray[n
     if s.top_p < 1:
         order = np.argsort(-p, kind="stable")
         cum = np.cumsum(p[order])
-        cut = int(np.searchsorted(cum, s.top_p * cum[-1])) + 1  # smallest prefix reaching top_p
+        cut = int(np.searchsorted(cum, s.top_p * cum[-1] - 1e-12)) + 1  # smallest prefix reaching top_p
         drop = order[cut:]
         p[drop] = 0.0
         p /= p.sum()

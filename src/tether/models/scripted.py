@@ -66,6 +66,7 @@ class ScriptedModel:
         self.seed = seed
         self.selective_threshold = selective_threshold
         self._last: list[int] = []
+        self._table: dict[bytes, int] | None = None
         self.calls_log: list[int] = []  # number of tokens evaluated per call, for tests
 
     @property
@@ -73,11 +74,26 @@ class ScriptedModel:
         return self.vocabulary.eos_ids
 
     # --- tokenizer ----------------------------------------------------------------------
-    def tokenize(self, text: str, *, add_bos: bool = False) -> list[int]:
-        from tether.decoding.tokenize import greedy_tokens  # noqa: PLC0415 (tests helper only)
-
+    def tokenize(self, text: str, *, add_bos: bool = False, special: bool = False) -> list[int]:
+        """Greedy longest match over the vocabulary (raises ValueError for a byte no token has)."""
+        if self._table is None:
+            self._table = {}
+            for i, t in enumerate(self.vocabulary.tokens):
+                if t and t not in self._table:
+                    self._table[t] = i
+        table, longest = self._table, max(len(t) for t in self._table)
         out = [self.vocabulary.bos_id] if add_bos and self.vocabulary.bos_id is not None else []
-        return out + greedy_tokens(self.vocabulary, text.encode())
+        data, i = text.encode(), 0
+        while i < len(data):
+            for k in range(min(longest, len(data) - i), 0, -1):
+                t = table.get(data[i : i + k])
+                if t is not None:
+                    out.append(t)
+                    i += k
+                    break
+            else:
+                raise ValueError(f"no token of the scripted vocabulary covers byte {data[i]:#04x}")
+        return out
 
     def detokenize(self, tokens: Sequence[int]) -> bytes:
         return self.vocabulary.decode(tokens)
