@@ -138,22 +138,29 @@ def literal(data: bytes | str) -> Node:
 
 
 def concat(*nodes: Node) -> Node:
-    """Concatenation, right-nested; ε dropped; ∅ absorbs."""
-    parts: list[Node] = []
-    for n in nodes:
+    """Concatenation, right-nested; ε dropped; ∅ absorbs.
+
+    Cost: O(length of the chains of the arguments before the last); the last argument is
+    already in normal form and is reused as is (so a derivative step is O(1) here).
+    """
+    result = EPSILON
+    for n in reversed(nodes):
         if n is EMPTY:
             return EMPTY
         if n is EPSILON:
             continue
-        while n.kind == K_CONCAT:  # flatten right-nested chains
-            parts.append(n.args[0])
-            n = n.args[1]
-        parts.append(n)
-    if not parts:
-        return EPSILON
-    result = parts[-1]
-    for p in reversed(parts[:-1]):
-        result = _concat2(p, result)
+        if result is EPSILON:
+            result = n
+        elif n.kind == K_CONCAT:
+            parts = []
+            while n.kind == K_CONCAT:
+                parts.append(n.args[0])
+                n = n.args[1]
+            parts.append(n)
+            for p in reversed(parts):
+                result = _concat2(p, result)
+        else:
+            result = _concat2(n, result)
     return result
 
 

@@ -29,7 +29,7 @@ UNKNOWN = -2
 
 State = tuple[tuple[int, Node], ...]
 
-DEFAULT_MAX_STATES = 100_000
+DEFAULT_MAX_STATES = 50_000  # 1 KiB of table per state: 50 MiB at the limit
 
 
 class LexerDfa:
