@@ -204,3 +204,14 @@ def test_forward_pass_releases_the_gil(model: LlamaCppModel) -> None:
         worker.join()
         sys.setswitchinterval(old_interval)
     assert during > 1000, f"the other thread ran only {during} iterations"
+
+
+def test_closed_model_raises() -> None:
+    m = LlamaCppModel(n_ctx=256, n_seq=1)
+    ids = m.tokenize("hi", add_bos=True)
+    m.close()
+    m.close()  # idempotent
+    with pytest.raises(ModelError, match="is closed"):
+        m.logits(ids)
+    with pytest.raises(ModelError, match="is closed"):
+        m.tokenize("hi")

@@ -15,9 +15,12 @@ one thread at a time).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
+import sys
 import threading
+import weakref
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +40,14 @@ EMBEDDED_NAME = "gemma3-270m"
 _backend_lock = threading.Lock()
 _backend_ready = False
 _LOG_CALLBACK: Any = None  # keeps the ctypes callback alive for the process
+_LIVE: weakref.WeakSet[LlamaCppModel] = weakref.WeakSet()
+
+
+def _close_all() -> None:
+    """Free every model before the interpreter tears down (llama.cpp's globals and the
+    bindings must still be there when a context is freed)."""
+    for model in list(_LIVE):
+        model.close()
 
 
 def _llama_cpp() -> Any:
@@ -57,6 +68,7 @@ def _init_backend(verbose: bool) -> Any:
                 _LOG_CALLBACK = llama_cpp.llama_log_callback(lambda level, text, data: None)
                 llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))
             llama_cpp.llama_backend_init()
+            atexit.register(_close_all)
             _backend_ready = True
     return llama_cpp
 
@@ -185,6 +197,7 @@ class LlamaCppModel:
         # _slots[k]: the tokens whose K/V slot k holds, in order; logits() uses slot 0
         self._slots: list[list[int]] = [[] for _ in range(n_seq)]
         self._last_logits: NDArray[np.float32] | None = None  # valid for _slots[0]
+        _LIVE.add(self)
 
     # -- Model protocol --------------------------------------------------------------
 
@@ -193,6 +206,8 @@ class LlamaCppModel:
         """Exact token bytes as llama.cpp renders them (``Vocabulary.from_llama``)."""
         from tether.tokens import Vocabulary
 
+        if not self._model:
+            raise ModelError(f"model {self.name!r} is closed")
         return Vocabulary.from_llama(self._model)
 
     @property
@@ -206,6 +221,8 @@ class LlamaCppModel:
 
     def tokenize(self, text: str | bytes, *, add_bos: bool = False, special: bool = False) -> list[int]:
         """llama.cpp's tokenization of ``text``; ``special`` parses ``<end_of_turn>`` etc."""
+        if not self._model:
+            raise ModelError(f"model {self.name!r} is closed")
         data = text.encode() if isinstance(text, str) else bytes(text)
         n_max = len(data) + 8
         buf = (self._lib.llama_token * n_max)()
@@ -315,6 +332,8 @@ class LlamaCppModel:
         self._last_logits = None
 
     def __del__(self) -> None:
+        if sys.is_finalizing():  # _close_all ran at exit; the bindings may be half gone
+            return
         try:
             self.close()
         except Exception:  # interpreter shutdown: the bindings may be gone
@@ -326,6 +345,8 @@ class LlamaCppModel:
     # -- internals -------------------------------------------------------------------
 
     def _check(self, toks: list[int]) -> list[int]:
+        if not self._ctx:
+            raise ModelError(f"model {self.name!r} is closed")
         if not toks:
             raise ValueError("logits() needs at least one token (start with the BOS token)")
         if len(toks) > self.n_ctx:
