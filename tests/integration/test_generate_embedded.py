@@ -153,3 +153,38 @@ def test_composition_on_the_real_model(model) -> None:
     r = p.run(model)
     assert re.fullmatch(r"[1-9][0-9]", r["age"]) and r["cats"] in ("yes", "no")
     assert "\n" not in r["city"]
+
+
+@needs_json
+def test_close_on_budget_keeps_json_valid(model) -> None:
+    schema = {"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"]}
+    cut = generate(model, "A long story as JSON:\n", schema, max_tokens=12)
+    closed = generate(model, "A long story as JSON:\n", schema, max_tokens=12, close_on_budget=True)
+    assert len(closed.tokens) <= 12
+    assert closed.valid and isinstance(closed.value["story"], str), closed
+    assert not cut.valid or cut.text == closed.text
+
+
+@pytest.fixture(scope="module")
+def hf_model():
+    pytest.importorskip("torch", reason="torch is not installed (pip install 'tether[transformers]')")
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    from tether.models.transformers_model import EMBEDDED_HF_DIR, TransformersModel
+
+    if not (EMBEDDED_HF_DIR / "config.json").exists():
+        pytest.skip(f"the transformers copy of the embedded model is not converted yet ({EMBEDDED_HF_DIR}); "
+                    "TransformersModel.embedded() converts it once")
+    return TransformersModel.embedded()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_transformers_selective_logits_change_nothing(hf_model, seed: int) -> None:
+    pattern = r"[0-9]{1,2}:[0-5][0-9] (am|pm)"
+    a = generate(hf_model, "The meeting starts at", regex(pattern), decoder="sample", seed=seed, selective=False)
+    b = generate(hf_model, "The meeting starts at", regex(pattern), decoder="sample", seed=seed, selective=True)
+    assert a.tokens == b.tokens and re.fullmatch(pattern, a.text)
+    assert abs(a.logprob - b.logprob) < 1e-3
+    seq = hf_model.tokenize("The meeting starts at", add_bos=True)
+    import numpy as np
+
+    assert hf_model.max_selective_error(seq, np.arange(0, 2000, 7)) < 1e-3
