@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-_BLOCKED_CACHE: dict[int, NDArray[np.int64]] = {}
+_BLOCKED_CACHE: dict[str, NDArray[np.int64]] = {}
 
 
 def blocked_ids(vocab: Any) -> NDArray[np.int64]:
     """Special non-EOS token ids and empty (control) tokens: never allowed in free text."""
-    key = id(vocab)
+    key = vocab.fingerprint
     hit = _BLOCKED_CACHE.get(key)
     if hit is None:
         eos = set(vocab.eos_ids)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-_INDEX: dict[int, tuple[dict[bytes, int], int]] = {}
+_INDEX: dict[str, tuple[dict[bytes, int], int]] = {}
 
 
 def _index(vocab: Any) -> tuple[dict[bytes, int], int]:
-    hit = _INDEX.get(id(vocab))
+    hit = _INDEX.get(vocab.fingerprint)
     if hit is None:
         special = set(getattr(vocab, "special_ids", ())) | set(vocab.eos_ids)
         table: dict[bytes, int] = {}
@@ -22,7 +22,7 @@ def _index(vocab: Any) -> tuple[dict[bytes, int], int]:
             if t and i not in special and t not in table:
                 table[t] = i
         hit = (table, max((len(t) for t in table), default=1))
-        _INDEX[id(vocab)] = hit
+        _INDEX[vocab.fingerprint] = hit
     return hit
 
 
