@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import sys
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,19 +86,29 @@ def resolve_decoder(decoder: str | Decoder, *, n: int, temperature: float | None
     raise ValueError(f"unknown decoder {decoder!r}; expected 'argmax', 'sample', 'beam' or 'best_of'")
 
 
-_TOKENIZERS: dict[int, tuple[Any, Any]] = {}
+_TOKENIZERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def canonical_tokenizer(model: Any) -> Any:
     """One ``bytes -> token ids`` function per model (a stable key for the engine cache)."""
-    hit = _TOKENIZERS.get(id(model))
-    if hit is None or hit[0] is not model:
-        def fn(data: bytes) -> list[int]:
-            return tokens_for_bytes(model, data)
+    try:
+        fn = _TOKENIZERS.get(model)
+    except TypeError:  # not weak-referenceable: a fresh function (the engine cache misses)
+        fn = None
+    if fn is None:
+        ref = weakref.ref(model) if hasattr(type(model), "__weakref__") else (lambda: model)
 
-        hit = (model, fn)
-        _TOKENIZERS[id(model)] = hit
-    return hit[1]
+        def fn(data: bytes) -> list[int]:
+            m = ref()
+            if m is None:
+                raise ValueError("the model of this tokenizer was garbage-collected")
+            return tokens_for_bytes(m, data)
+
+        try:
+            _TOKENIZERS[model] = fn
+        except TypeError:
+            pass
+    return fn
 
 
 def _progress(message: str) -> Any:
