@@ -20,7 +20,7 @@ two accountings are printed: per hole (every hole is a decoding run that re-send
 prompt, which is what ``Costs`` counts) and per query (the paper's: the query is one
 continuous decoding run, each trace token billed once).
 
-    PYTHONPATH=src .venv/bin/python bench/bench_lmql_costs.py [--chunk 30] [--n 3]
+    PYTHONPATH=src .venv/bin/python bench/bench_lmql_costs.py [--chunk 10,30] [--n 3]
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ class Tally:
         return getattr(self, name) / max(1, self.runs)
 
 
-def measure(model: Any, task: str, items: list[str], chunk: int) -> tuple[Tally, Tally]:
+def measure(model: Any, task: str, items: list[str], chunks: list[int]) -> tuple[Tally, dict[int, Tally]]:
     from tether.lang import load_query
 
     env = {"ODD_SHOTS": ODD_SHOTS, "REACT_SHOTS": REACT_SHOTS, "MATH_SHOTS": MATH_SHOTS,
@@ -264,7 +264,8 @@ def measure(model: Any, task: str, items: list[str], chunk: int) -> tuple[Tally,
     src, param, base = {"odd": (ODD_QUERY, "OPTIONS", odd_baseline), "react": (REACT_QUERY, "QUESTION", react_baseline),
                         "math": (MATH_QUERY, "QUESTION", math_baseline)}[task]
     q = load_query(src, params=[param], env=env)
-    lm, bl = Tally(), Tally()
+    lm = Tally()
+    bls = {c: Tally() for c in chunks}
     for item in items:
         model.costs.reset()
         t = time.perf_counter()
@@ -275,17 +276,18 @@ def measure(model: Any, task: str, items: list[str], chunk: int) -> tuple[Tally,
         trace = len(model.tokenize(res.prompt, add_bos=True))
         lm.add(c, c.billable_tokens if task == "odd" else trace, time.perf_counter() - t)
         lm.extra.append(res)
-        model.costs.reset()
-        t = time.perf_counter()
-        out = base(model, item, chunk)
-        c = model.costs.snapshot()
-        bl.add(c, 0, time.perf_counter() - t)
-        bl.extra.append(out)
+        for chunk, bl in bls.items():
+            model.costs.reset()
+            t = time.perf_counter()
+            out = base(model, item, chunk)
+            bl.add(model.costs.snapshot(), 0, time.perf_counter() - t)
+            bl.extra.append(out)
     lm.extra.insert(0, loc(src))
-    bl.extra.insert(0, loc(inspect.getsource(base)) + (loc(inspect.getsource(gen)) if task != "odd" else 0)
-                    + (loc(inspect.getsource(read_line)) if task == "react" else 0)
-                    + (loc(inspect.getsource(score)) if task == "odd" else 0))
-    return lm, bl
+    helpers = {"odd": [score], "react": [gen, read_line], "math": [gen]}[task]
+    base_loc = loc(inspect.getsource(base)) + sum(loc(inspect.getsource(h)) for h in helpers)
+    for bl in bls.values():
+        bl.extra.insert(0, base_loc)
+    return lm, bls
 
 
 def pct(a: float, b: float) -> str:
@@ -294,33 +296,39 @@ def pct(a: float, b: float) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--chunk", type=int, default=30, help="baseline chunk size in tokens (paper: 30)")
+    ap.add_argument("--chunk", default="30", help="baseline chunk sizes in tokens, comma-separated (paper: 30)")
     ap.add_argument("--n", type=int, default=0, help="items per task (0: all)")
     ap.add_argument("--tasks", default="odd,react,math")
     args = ap.parse_args()
     from tether.models import load_model
 
+    chunks = [int(c) for c in args.chunk.split(",")]
     model = load_model("embedded")
     print(f"# LMQL cost method (Tables 3/4) on {getattr(model, 'name', 'embedded')}; "
-          f"{platform.machine()} {platform.python_version()}; baseline chunk {args.chunk} tokens\n")
+          f"{platform.machine()} {platform.python_version()}; baseline chunk sizes {chunks} tokens\n")
     data = {"odd": ODD_DATA, "react": REACT_DATA, "math": MATH_DATA}
     names = {"odd": "Odd One Out (Fig. 10)", "react": "ReAct (Fig. 11)", "math": "Arithmetic (calculator)"}
-    print("| task | metric | baseline generate() | LMQL (per hole) | Δ | LMQL (per query) | Δ |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    head = " | ".join(f"baseline chunk {c}" for c in chunks)
+    print(f"| task | metric | {head} | LMQL per hole | LMQL per query | Δ per query vs chunk {chunks[-1]} |")
+    print("|---|---|" + "---:|" * (len(chunks) + 3))
     for task in args.tasks.split(","):
         items = data[task][: args.n or None]
-        lm, bl = measure(model, task, items, args.chunk)
+        lm, bls = measure(model, task, items, chunks)
+        per_query_calls = 1.0 + (len(items[0].split(", ")) if task == "odd" else 0)
         rows = [
-            ("generate() calls", bl.avg("generate_calls"), lm.avg("generate_calls"), 1.0 + (len(items[0].split(", ")) if task == "odd" else 0)),
-            ("model queries", bl.avg("model_calls"), lm.avg("model_calls"), lm.avg("model_calls")),
-            ("billable tokens", bl.avg("billable"), lm.avg("billable"), lm.avg("per_query_billable")),
-            ("lines of code", bl.extra[0], lm.extra[0], lm.extra[0]),
-            ("seconds", bl.avg("seconds"), lm.avg("seconds"), lm.avg("seconds")),
+            ("generate() calls", "generate_calls", lm.avg("generate_calls"), per_query_calls),
+            ("model queries", "model_calls", lm.avg("model_calls"), lm.avg("model_calls")),
+            ("billable tokens", "billable", lm.avg("billable"), lm.avg("per_query_billable")),
+            ("lines of code", None, lm.extra[0], lm.extra[0]),
+            ("seconds", "seconds", lm.avg("seconds"), lm.avg("seconds")),
         ]
-        for metric, b, l1, l2 in rows:
-            print(f"| {names[task]} | {metric} | {b:.2f} | {l1:.2f} | {pct(b, l1)} | {l2:.2f} | {pct(b, l2)} |")
+        for metric, attr, l1, l2 in rows:
+            vals = [bl.avg(attr) if attr else bl.extra[0] for bl in bls.values()]
+            cells = " | ".join(f"{v:.2f}" for v in vals)
+            print(f"| {names[task]} | {metric} | {cells} | {l1:.2f} | {l2:.2f} | {pct(vals[-1], l2)} |")
         if task == "odd":
-            print(f"|  | answers (LMQL / baseline) | {[r.variables['RESULT'] for r in lm.extra[1:]]} | {bl.extra[1:]} | | | |")
+            last = bls[chunks[-1]]
+            print(f"|  | answers LMQL {[r.variables['RESULT'] for r in lm.extra[1:]]}, baseline {last.extra[1:]} |")
         sys.stdout.flush()
     return 0
 
