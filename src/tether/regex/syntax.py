@@ -79,7 +79,8 @@ class _Flags:
 
 
 # parse tree: ("set", CharSet) | ("seq", [t]) | ("alt", [t]) | ("rep", t, lo, hi)
-#             | ("bol", offset) | ("eol", "end" | "py", offset) | ("look", positive, t, offset)
+#             | ("bol", offset) | ("eol", "end" | "py" | "ml", offset)
+#             | ("look", positive, t, offset)
 Tree = tuple  # type: ignore[type-arg]
 
 _PY_SIMPLE = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
@@ -253,7 +254,9 @@ class _Parser:
         if c == "$":
             self.i += 1
             if self.flags.multiline:
-                raise self.error("'$' in multi-line mode is not supported", at)
+                if self.flavor != "python":
+                    raise self.error("'$' in multi-line mode is not supported", at)
+                return ("eol", "ml", at)
             return ("eol", "py" if self.flavor == "python" else "end", at)
         if c in "*+?":
             raise self.error("nothing to repeat", at)
@@ -594,7 +597,7 @@ def _empty_only(t: Tree) -> bool:
 def _needs_context(t: Tree) -> bool:
     """Whether lowering ``t`` needs its continuation (lookahead, Python's ``$``)."""
     k = t[0]
-    if k == "look" or (k == "eol" and t[1] == "py"):
+    if k == "look" or (k == "eol" and t[1] in ("py", "ml")):
         return True
     if k in ("seq", "alt"):
         return any(_needs_context(x) for x in t[1])
@@ -670,8 +673,10 @@ class _Lowering:
             # BEGIN markers still ahead belong to later "^" anchors: the body skips them
             ahead = concat(star(self.begin), self.lower_k(body, ANYTHING, False))
             return intersect(ahead if positive else complement(ahead), k)
-        # Python's "$": at the end of the text, or before a final newline there
         end = self.end
+        if t[1] == "ml":  # multi-line "$": before any newline, or at the end
+            return intersect(alt(concat(_bytes(1 << 10), ANYTHING), concat(end, ANYTHING)), k)
+        # Python's "$": at the end of the text, or before a final newline there
         if at_end:
             return concat(alt(end, concat(_bytes(1 << 10), end)) if self.search else end, k)
         return intersect(concat(alt(EPSILON, _bytes(1 << 10)), end, ANYTHING), k)

@@ -58,6 +58,7 @@ CASES = [
     ("anchor-z-ecma-style", r"ab\z", "python", ["ab"], ["abc"]),
     ("anchor-in-middle-never", "a^b", "python", [], ["ab", "a^b"]),
     ("dollar-newline-middle", "a$\n", "python", ["a\n"], ["a"]),
+    ("multiline-dollar", "(?m)a$\nb$", "python", ["a\nb"], ["ab", "a\nb\n"]),
     ("repeated-anchors", "^^a$$", "ecma", ["a"], ["aa"]),
     ("empty-anchors-reversed", "$^", "python", [""], ["a"]),
     ("lookahead-password", r"^(?=.*\d)(?=.*[A-Z]).{4,}$", "ecma", ["abC1", "1AAAA"], ["abcd1", "A1"]),
