@@ -2,8 +2,8 @@
 
 It wraps an engine ``Matcher`` (or nothing: free text) and adds token healing: while
 ``heal`` bytes (text removed from the end of the prompt) are pending, the only tokens
-allowed are those whose bytes are a prefix of the pending text or start with it and
-continue in a way the matcher accepts. The healed bytes belong to the prompt: the
+allowed are those that start with the pending text and continue in a way the matcher
+accepts (or, when no token covers all of it, those that are a prefix of it). The healed bytes belong to the prompt: the
 matcher never sees them.
 
 ``allowed()`` returns the allowed token ids (ascending, EOS included where allowed) or
@@ -26,12 +26,13 @@ def allowed_ids(mask: NDArray[np.uint32], size: int) -> NDArray[np.int64]:
 
 
 def healing_candidates(tokens: list[bytes], special: frozenset[int], text: bytes) -> list[int]:
-    """Ids of tokens that start with ``text`` or are a non-empty prefix of it. O(V) once."""
-    out = []
-    for i, t in enumerate(tokens):
-        if t and i not in special and (t.startswith(text) or text.startswith(t)):
-            out.append(i)
-    return out
+    """Ids of tokens that start with ``text`` (Guidance's rule: the healed text is redone
+    by one token, so the model never sees an unnatural split such as ``" "`` +
+    ``"https"``); if no token does, the tokens that are a non-empty prefix of it. O(V)."""
+    extend = [i for i, t in enumerate(tokens) if t and i not in special and t.startswith(text)]
+    if extend:
+        return extend
+    return [i for i, t in enumerate(tokens) if t and i not in special and text.startswith(t)]
 
 
 class Guide:
