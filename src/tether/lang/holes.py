@@ -138,7 +138,7 @@ class HoleDecoder:
         self.stop_on_masked = stop_on_masked
         self.tokens: list[int] = []
         self.raw = b""
-        self.state = HoleState(name, "", False, 0, scope, future - {name},
+        self.state = HoleState(name, "", False, 0, scope, future - {name} - scope.keys(),
                                lambda s: model.tokenize(s, add_bos=False))
         self.plan: Plan = plan(constraint, self.state)
         self.matchers: list[Any] = engine_matchers(model, self.plan.regexes) if use_engine else []

@@ -484,14 +484,18 @@ class Runtime:
             raise ModelError("distribute needs log-probabilities; this model offers none (an HTTP API)")
         trace = ex.trace()
         ctx = self.tokenize_prompt(trace)
-        scores = []
+        conts = []
         for v in req.support or []:
             s = _fmt(v)
             full = self.tokenize_prompt(trace + s)
             cont = full[len(ctx):] if full[: len(ctx)] == ctx else list(self.model.tokenize(s, add_bos=False))
-            self._count_start(len(ctx))
+            self._count_start(len(ctx))  # one scoring run per value, as the paper counts
             self.model.costs.generated_tokens += len(cont)
-            scores.append(score_text(self.model, ctx, cont))
+            conts.append(cont)
+        if self.batch and hasattr(self.model, "logits_batch") and len(conts) > 1:
+            scores = self._score_batched(ctx, conts)
+        else:
+            scores = [score_text(self.model, ctx, c) for c in conts]
         if not scores:
             return HoleRecord(req.name, "", None, query=req.query, stopped="distribute", distribution={})
         m = max(scores)
@@ -501,6 +505,20 @@ class Runtime:
         best = (req.support or [])[int(np.argmax(scores))]
         return HoleRecord(req.name, _fmt(best), best, query=req.query, stopped="distribute",
                           distribution=dist, logprob=max(scores))
+
+    def _score_batched(self, ctx: list[int], conts: list[list[int]]) -> list[float]:
+        """Full log-probabilities of all values, position by position: one batched forward
+        pass per position (values share the prompt's cached prefix)."""
+        from tether.lang.holes import log_softmax  # noqa: PLC0415
+
+        assert self.info is not None
+        scores = [0.0] * len(conts)
+        for k in range(max((len(c) for c in conts), default=0)):
+            live = [i for i, c in enumerate(conts) if len(c) > k]
+            rows = self._logits([ctx + conts[i][:k] for i in live])
+            for i, row in zip(live, rows, strict=True):
+                scores[i] += float(log_softmax(row, self.info.size)[conts[i][k]])
+        return scores
 
     # -- decoders --------------------------------------------------------------------------
 
@@ -532,7 +550,7 @@ class Runtime:
         semantics and the result says whether it holds."""
         from tether.program import generate, regex  # noqa: PLC0415
 
-        st = HoleState(req.name, "", False, 0, req.scope, req.future - {req.name}, None)
+        st = HoleState(req.name, "", False, 0, req.scope, req.future - {req.name} - req.scope.keys(), None)
         p = plan(req.constraint, st)
         output: Any = None
         if p.choices is not None:

@@ -243,3 +243,19 @@ def test_black_box_model_gets_stops_and_budget_and_results_are_validated() -> No
     assert not r.holes[1].satisfied  # the server ignored the INT constraint: reported
     with pytest.raises(Exception, match="beam"):
         load_query('beam(n=2)\n    "Q:[A]"\n').run(model=m)
+
+
+def test_distribute_batched_scores_equal_sequential_scores() -> None:
+    m = rule_model({"A:": " three stars"})
+    src = 'argmax\n    "A:[V]"\ndistribution\n    V in [" one star", " three stars", " five stars", " x"]\n'
+    a = load_query(src).run(model=m)
+    b = load_query(src).run(model=m, decoder="argmax(batch=False)")
+    for k, p in a.distributions["V"].items():
+        assert math.isclose(p, b.distributions["V"][k], rel_tol=1e-5)
+    assert a.costs.model_calls < b.costs.model_calls
+
+
+def test_constraints_read_earlier_holes_as_fixed_values() -> None:
+    m = rule_model({"x:": " no", "y:": " yes"})
+    r = run_query('"x:[A]\\n" where A in [" yes", " no"]\n"y:[B]" where B == A', model=m)
+    assert r["A"] == " no" and r["B"] == " no"  # B is masked to A's value, whatever the model wants
