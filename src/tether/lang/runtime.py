@@ -234,7 +234,10 @@ class Program:
         support = None
         if self.distribute is not None and self.distribute[0] == name:
             support = list(eval(compile(ast.Expression(self.distribute[1]), "<distribute>", "eval"), env, scope))  # noqa: S307
-        sc = {k: v for k, v in scope.items() if not k.startswith("__tether")}
+        # constraints see the program's globals (functions, imports) and its locals
+        sc = {k: v for k, v in {**env, **scope}.items() if not k.startswith("__")}
+        if constraint is not None:
+            _check_names(constraint, name, sc, self.body.hole_names)
         return HoleRequest(name, constraint, sc, self.body.hole_names, post_text, self.name, convert, support)
 
     def _hole(self, env: dict[str, Any], name: str, tp: Any, decorators: tuple[Any, ...], stmt_id: int, post_text: str,
@@ -265,6 +268,28 @@ class Program:
         if posts:
             yield ("rewrite", name, value)
         return value
+
+
+_LMQL_NAMES = {"stops_at", "stops_before", "len", "words", "sentences", "characters", "tokens",
+               "int", "regex", "type"}
+
+
+def _check_names(expr: ast.expr, var: str, scope: dict[str, Any], holes: frozenset[str]) -> None:
+    """A where-clause name that is nothing (not a hole, variable, built-in) is a typo:
+    say so rather than silently dropping the constraint."""
+    import difflib  # noqa: PLC0415
+
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            n = node.id
+            if (n == var or n in holes or n in scope or hasattr(builtins, n)
+                    or n.lower() in _LMQL_NAMES):
+                continue
+            known = [*sorted(_LMQL_NAMES), "STOPS_AT", "STOPS_BEFORE", "TOKENS", "WORDS", "INT", "REGEX",
+                     *scope, *holes]
+            hint = difflib.get_close_matches(n, known, n=1)
+            raise NameError(f"name {n!r} in the constraint of hole [{var}] is not defined"
+                            + (f"; did you mean {hint[0]!r}?" if hint else ""))
 
 
 def _clean_vars(d: dict[str, Any]) -> dict[str, Any]:

@@ -259,3 +259,16 @@ def test_constraints_read_earlier_holes_as_fixed_values() -> None:
     m = rule_model({"x:": " no", "y:": " yes"})
     r = run_query('"x:[A]\\n" where A in [" yes", " no"]\n"y:[B]" where B == A', model=m)
     assert r["A"] == " no" and r["B"] == " no"  # B is masked to A's value, whatever the model wants
+
+
+def test_where_clause_sees_module_functions_and_reports_typos() -> None:
+    def short(s: str) -> bool:
+        return len(s) < 4
+
+    ok = load_query('"Q:[A]" where short(A)', env={"short": short}).run(model=rule_model({"Q:": " ab"}))
+    assert ok["A"] == " ab" and ok.holes[0].satisfied
+    # a user function is var until the value is final (Table 1): it can only mask EOS
+    bad = load_query('"Q:[A]" where short(A)', env={"short": short}).run(model=rule_model({"Q:": " abcdef"}), max_tokens=6)
+    assert bad.holes[0].stopped in ("budget", "masked") and not bad.holes[0].satisfied
+    with pytest.raises(NameError, match="STOPS_AT"):
+        run_query('"Q:[A]" where STOP_AT(A, ".")', model=rule_model({}))
