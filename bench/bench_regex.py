@@ -100,9 +100,13 @@ def bench_walks(repeat: int) -> None:
     except Exception as exc:  # noqa: BLE001 - report and skip
         print(f"\n(trie walks skipped: embedded model unavailable: {exc})")
         return
-    from tether.regex import LexerDfa, parse
+    from tether.regex import ANY_CHAR, LexerDfa, complement, concat, intersect, literal, parse, star
     from tether.tokens import TokenTrie, Vocabulary, allocate_mask, count_bits, fill_mask
     from tether.tokens.walk import warmup
+
+    def stop_phrase(stop: bytes):  # type: ignore[no-untyped-def]
+        text = star(ANY_CHAR)
+        return concat(intersect(text, complement(concat(text, literal(stop), text))), literal(stop))
 
     vocab = Vocabulary.from_gguf(path)
     trie = TokenTrie.from_vocabulary(vocab)
@@ -114,6 +118,8 @@ def bench_walks(repeat: int) -> None:
             r'([^"\\\x00-\x1F]|\\(["\\/bfnrt]|u[0-9a-fA-F]{4}))*"', flavor="ecma"
         ),
         "free text to newline [^\\n]*\\n": parse(r"[^\n]*\n"),
+        "text up to stop phrase (.*&~(.*END.*))END": stop_phrase(b"END"),
+        "JSON number": parse(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?"),
     }
     mask = allocate_mask(vocab.size)
     for name, node in lexers.items():
@@ -128,7 +134,8 @@ def bench_walks(repeat: int) -> None:
             fill_mask(trie, dfa, start, mask)
             times.append(time.perf_counter() - t0)
         print(f"  {name:<52} first {ms(first):>11} ({dfa.n_states} states)  "
-              f"warm {ms(statistics.median(times)):>10}  {count_bits(mask):,} tokens allowed")
+              f"warm median {ms(statistics.median(times)):>10} min {ms(min(times)):>10}  "
+              f"{count_bits(mask):,} tokens allowed")
 
 
 def main() -> int:

@@ -101,7 +101,7 @@ class LexerDfa:
     def _is_empty(self, n: Node) -> bool:
         r = self._empty_memo.get(n)
         if r is None:
-            r = is_empty(n, limit=self.max_states) is True
+            r = is_empty(n, limit=self.max_states, known=self._empty_memo) is True
             self._empty_memo[n] = r
         return r
 
@@ -235,9 +235,10 @@ def matches(node: Node, data: bytes | str) -> bool:
     return node.nullable
 
 
-def is_empty(node: Node, *, limit: int = 10_000) -> bool | None:
+def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None = None) -> bool | None:
     """Whether ``L(node)`` is empty: True, False, or None if ``limit`` derivatives did not
-    decide it. Explores derivatives (by byte class) breadth-first."""
+    decide it. Explores derivatives (by byte class) depth-first; ``known`` (node → empty?)
+    short-cuts nodes decided before."""
     if node is EMPTY:
         return True
     if node.nullable:
@@ -253,6 +254,8 @@ def is_empty(node: Node, *, limit: int = 10_000) -> bool | None:
             if d is EMPTY or d in seen:
                 continue
             if d.nullable or not d.flags & F_BOOLEAN:
+                return False
+            if known is not None and known.get(d) is False:
                 return False
             if len(seen) >= limit:
                 return None
