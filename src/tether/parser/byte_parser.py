@@ -25,6 +25,7 @@ from tether.grammar.ir import Grammar
 from tether.parser.earley import EarleyParser, Row
 from tether.parser.lexer import DEAD, Lexer
 from tether.parser.tables import ParserTables
+from tether.parser.tree import Tree, build_tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,7 @@ class Snapshot:
     state: int
     lexeme_start: int
     data: bytes
-    lexemes: tuple[tuple[int, int, tuple[int, ...]], ...]
+    lexemes: tuple[tuple[int, int, tuple[int, ...], bool], ...]
     error: str | None
 
 
@@ -45,7 +46,8 @@ class ByteParser:
     Attributes:
         tables, lexer, parser: the parts it drives.
         data: every byte fed so far.
-        lexemes: per finished lexeme, ``(start, end, terminal ids)`` (``%ignore``d ones too).
+        lexemes: per finished lexeme, ``(start, end, terminal ids, scanned)``; ``scanned`` is
+            False for an ``%ignore``d lexeme (its ids are then the ignore terminals).
         error: why the last ``feed`` failed, or None. Once set, every feed fails.
 
     ``feed`` never raises on input; it returns False and keeps ``error``.
@@ -60,7 +62,7 @@ class ByteParser:
         self.state = self.lexer.start_state(self.parser.allowed_terminals())
         self.lexeme_start = 0
         self.data = bytearray()
-        self.lexemes: list[tuple[int, int, tuple[int, ...]]] = []
+        self.lexemes: list[tuple[int, int, tuple[int, ...], bool]] = []
         self.error: str | None = None
 
     # -- feeding ---------------------------------------------------------------------------
@@ -103,7 +105,7 @@ class ByteParser:
         scan = tuple(t for t in acc if t in allowed)
         if scan and not self.parser.push(scan):  # cannot fail: scan ⊆ allowed
             return False
-        self.lexemes.append((self.lexeme_start, len(self.data), scan or acc))
+        self.lexemes.append((self.lexeme_start, len(self.data), scan or acc, bool(scan)))
         self.lexeme_start = len(self.data)
         self.state = self.lexer.start_state(self.parser.allowed_terminals())
         return True
@@ -160,6 +162,22 @@ class ByteParser:
                 out |= {b for b in range(256) if lx.step(start, b) != DEAD}
         return out
 
+    def parse_tree(self) -> Tree:
+        """The parse tree of the bytes so far (see ``tether.parser.tree``).
+
+        Raises:
+            ValueError: the bytes so far are not a sentence.
+        """
+        if not self.is_accepting():
+            raise ValueError(f"not a sentence: {self.error or 'the text is incomplete'}")
+        lexemes = [(s, e, ts) for s, e, ts, scanned in self.lexemes if scanned]
+        if len(self.data) > self.lexeme_start:
+            allowed = self.parser.allowed_terminals()
+            scan = tuple(t for t in self.lexer.accepting(self.state) if t in allowed)
+            if scan:
+                lexemes.append((self.lexeme_start, len(self.data), scan))
+        return build_tree(self.tables, lexemes, bytes(self.data))
+
     # -- state -----------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
@@ -208,3 +226,14 @@ def is_viable_prefix(grammar: Grammar | ParserTables | ByteParser, text: bytes |
     """``text`` can still be extended to a sentence of ``grammar``."""
     p = _recognizer(grammar)
     return p.feed(text)
+
+
+def parse(grammar: Grammar | ParserTables | ByteParser, text: bytes | str) -> Tree:
+    """The parse tree of ``text`` (one tree if the grammar is ambiguous).
+
+    Raises:
+        ValueError: ``text`` is not a sentence of ``grammar``; the message says where.
+    """
+    p = _recognizer(grammar)
+    p.feed(text)
+    return p.parse_tree()
