@@ -270,7 +270,7 @@ class Program:
         return value
 
 
-_LMQL_NAMES = {"stops_at", "stops_before", "len", "words", "sentences", "characters", "tokens",
+_LMQL_NAMES = {"stops_at", "stops_before", "stop_at", "stop_before", "len", "words", "sentences", "characters", "tokens",
                "int", "regex", "type"}
 
 

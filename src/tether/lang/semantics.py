@@ -99,6 +99,7 @@ _BUILTINS = {
     "stops_at", "stops_before", "len", "words", "sentences", "characters", "tokens", "int",
     "regex",
 }
+_ALIASES = {"stop_at": "stops_at", "stop_before": "stops_before"}  # the paper's spellings
 _INT_PREFIX = re.compile(r" ?[0-9]*")
 _INT_FULL = re.compile(r" ?[0-9]+")
 _INT_FULL_SIGNED = re.compile(r"\s*-?[0-9]+\s*")
@@ -106,8 +107,10 @@ _INT_FULL_SIGNED = re.compile(r"\s*-?[0-9]+\s*")
 
 def builtin_name(node: ast.expr) -> str | None:
     """The lower-cased LMQL built-in name ``node`` calls, if any."""
-    if isinstance(node, ast.Name) and node.id.lower() in _BUILTINS:
-        return node.id.lower()
+    if isinstance(node, ast.Name):
+        n = node.id.lower()
+        n = _ALIASES.get(n, n)
+        return n if n in _BUILTINS else None
     return None
 
 

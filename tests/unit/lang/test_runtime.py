@@ -271,4 +271,4 @@ def test_where_clause_sees_module_functions_and_reports_typos() -> None:
     bad = load_query('"Q:[A]" where short(A)', env={"short": short}).run(model=rule_model({"Q:": " abcdef"}), max_tokens=6)
     assert bad.holes[0].stopped in ("budget", "masked") and not bad.holes[0].satisfied
     with pytest.raises(NameError, match="STOPS_AT"):
-        run_query('"Q:[A]" where STOP_AT(A, ".")', model=rule_model({}))
+        run_query('"Q:[A]" where STOPS_ATT(A, ".")', model=rule_model({}))

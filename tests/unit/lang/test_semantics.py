@@ -80,6 +80,7 @@ def test_and_or_not_short_circuit_on_fin() -> None:
 def test_stops_at_is_a_directive_not_a_requirement() -> None:
     assert evaluate(E('STOPS_AT(X, ".")'), S("ab")).ann == VAR
     assert evaluate(E('stops_at(X, ".")'), S("ab", final=True)).value is True
+    assert evaluate(E('stop_at(X, ".")'), S("ab")).ann == VAR  # the paper's spelling
 
 
 def test_user_functions_final_only_with_final_arguments() -> None:
