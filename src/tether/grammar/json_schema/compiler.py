@@ -154,6 +154,8 @@ class _Compiler:
         self.docs: dict[str, Any] = {}
         self._keep: list[Any] = []
         self._root_validator: Any = None
+        self._one_of_warned: set[str] = set()
+        self._member_validators: dict[int, Any] = {}
         self._n = 0
         self._index_document(schema, DEFAULT_BASE, "#")
 
@@ -393,6 +395,9 @@ class _Compiler:
                 a, b = infos[i], infos[j]
                 if a is None or b is None or _disjoint(a, b):
                     continue
+                if pointer in self._one_of_warned:
+                    return
+                self._one_of_warned.add(pointer)
                 self.warn(
                     f"oneOf at {pointer}: branches {i} and {j} are not provably disjoint; "
                     "compiled as anyOf (a value matching both is allowed)"
@@ -534,7 +539,7 @@ class _Compiler:
     def _values(self, values: list, flat: list[Member], types: set[str], depth: int) -> list[tuple]:
         """Alternatives for enum/const values that satisfy every member."""
         keep = []
-        check = self._validator(flat)
+        check = self._validator(flat, {_type_of(v) for v in values})
         for v in values:
             t = _type_of(v)
             if t not in types and not (t == "integer" and "number" in types):
@@ -552,11 +557,19 @@ class _Compiler:
             alts.append((self.term(("lit", text), "lit"),))
         return alts
 
-    def _validator(self, flat: list[Member]) -> Callable[[Any], bool] | None:
-        interesting = [
-            s for s, _ in flat
-            if any(k not in ANNOTATIONS and k not in ("enum", "const", "type") and k in HANDLED for k in s)
-        ]
+    def _validator(self, flat: list[Member], types: set[str] | None = None) -> Callable[[Any], bool] | None:
+        """A check of values against every member (jsonschema), or None if nothing to check.
+
+        With ``types``, members whose keywords cannot affect values of those types are skipped.
+        """
+        relevant = set(HANDLED) - {"enum", "const", "type"}
+        if types is not None:
+            for t, kws in (("object", _OBJECT_KW), ("array", _ARRAY_KW), ("string", _STRING_KW)):
+                if t not in types:
+                    relevant -= set(kws)
+            if not types & {"integer", "number"}:
+                relevant -= set(_NUMBER_KW)
+        interesting = [s for s, _ in flat if any(k in relevant for k in s)]
         if not interesting:
             return None
         try:
@@ -565,10 +578,16 @@ class _Compiler:
             self.warn("enum/const values are not checked against sibling keywords "
                       "(install jsonschema)")
             return None
-        cls = jsonschema.validators.validator_for(self.root, default=jsonschema.Draft202012Validator)
+        if self._root_validator is None:
+            cls = jsonschema.validators.validator_for(self.root, default=jsonschema.Draft202012Validator)
+            self._root_validator = cls(self.root if isinstance(self.root, (dict, bool)) else {})
         try:
-            root = cls(self.root if isinstance(self.root, (dict, bool)) else {})
-            vals = [root.evolve(schema=s) for s in interesting]
+            vals = []
+            for s in interesting:
+                v = self._member_validators.get(id(s))
+                if v is None:
+                    v = self._member_validators[id(s)] = self._root_validator.evolve(schema=s)
+                vals.append(v)
         except Exception:  # noqa: BLE001
             return None
 
@@ -1021,7 +1040,12 @@ class _Compiler:
 
     def _extra_regions(self, flat, patterns, named, name_schemas, depth):  # type: ignore[no-untyped-def]
         """[(key body, value nonterminal)] for keys outside ``named`` (disjoint regions)."""
-        not_named = st.render(st.not_in(named))
+        # keys other than the named ones: a small complement the regex layer builds lazily
+        # (a spelled-out complement trie grows with every name)
+        not_named: Any = (
+            ANY_BODY if not named
+            else ("and", ANY_BODY, ("not", "|".join(st.render(st.lit(k)) for k in named)))
+        )
         names_body = None
         if name_schemas:
             nflat = self.flatten(name_schemas)
@@ -1074,7 +1098,7 @@ class _Compiler:
             nt = self.node(conj, depth + 1)
             if nt is None:
                 continue
-            parts: list[Any] = [not_named, *key_parts]
+            parts: list[Any] = [*(not_named[1:] if isinstance(not_named, tuple) else [not_named]), *key_parts]
             if names_body is not None:
                 parts.append(names_body)
             body = parts[0] if len(parts) == 1 else ("and", *parts)
