@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tether.errors import GrammarError
-from tether.grammar.ir import NT, Grammar, T, Terminal
+from tether.grammar.ir import NT, Grammar, Rule, T, Terminal
 
 START = "$start"
 
@@ -237,7 +237,7 @@ def _nullable(
     return nullable
 
 
-def _useful_rules(grammar: Grammar) -> tuple[list, list[str]]:
+def _useful_rules(grammar: Grammar) -> tuple[list[Rule], list[str]]:
     """Rules of ``grammar`` that are productive and reachable from the start, and the names
     of the nonterminals dropped (the grammar layer's ``simplify`` reports these as errors;
     the parser only needs them gone)."""
@@ -264,7 +264,7 @@ def _useful_rules(grammar: Grammar) -> tuple[list, list[str]]:
         r for r in grammar.rules if all(isinstance(s, T) or s.name in productive for s in r.rhs)
     ]
     reach, todo = {grammar.start}, [grammar.start]
-    by_lhs: dict[str, list] = {}
+    by_lhs: dict[str, list[Rule]] = {}
     for r in kept:
         by_lhs.setdefault(r.lhs, []).append(r)
     while todo:

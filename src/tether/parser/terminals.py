@@ -35,7 +35,7 @@ def terminal_node(terminal: Terminal) -> Node:
     from tether import regex as rx
 
     try:
-        node = terminal.to_node()  # regex / literal / set operations, ignore_case, max_len
+        node: Node = terminal.to_node()  # regex / literal / set operations, ignore_case, max_len
     except RegexError as exc:
         raise GrammarError(f"terminal {terminal.name!r}: {exc}") from exc
     anything = rx.star(rx.ANY_BYTE)
