@@ -151,14 +151,17 @@ def gbnf_grammars(draw: st.DrawFn) -> str:
         if kind == "lit":
             return '"' + draw(st.text(ALPHA, min_size=1, max_size=3)) + '"'
         if kind == "cls":
-            return "[" + "".join(sorted(draw(st.sets(st.sampled_from(ALPHA), min_size=1)))) + "]"
+            neg = draw(st.sampled_from(["", "", "^"]))
+            if neg and draw(st.booleans()):
+                return "."
+            return "[" + neg + "".join(sorted(draw(st.sets(st.sampled_from(ALPHA), min_size=1)))) + "]"
         if kind == "ref":
             return draw(st.sampled_from(names))
         if kind == "seq":
             return " ".join(expr(depth + 1) for _ in range(draw(st.integers(2, 3))))
         if kind == "alt":
             return "(" + " | ".join(expr(depth + 1) for _ in range(2)) + ")"
-        return "(" + expr(depth + 1) + ")" + draw(st.sampled_from(["*", "+", "?", "{1,2}"]))
+        return "(" + expr(depth + 1) + ")" + draw(st.sampled_from(["*", "+", "?", "{1,2}", "{2}", "{0,3}", "{1,}"]))
 
     # every rule gets a terminating alternative so the grammar is productive
     return "\n".join(f"{n} ::= {expr(0)} | {expr(2)}" for n in names)
@@ -192,7 +195,7 @@ def _samples(g: Grammar, rnd: random.Random, k: int) -> list[str]:
                     if t.literal is not None:
                         s += t.literal
                     else:
-                        cands = [c for c in ALPHA if _re.fullmatch(t.pattern, c)]
+                        cands = [c for c in ALPHA + "d" if _re.fullmatch(t.pattern, c)]
                         s += rnd.choice(cands) if cands else ""
             return s
 
@@ -205,7 +208,7 @@ def _samples(g: Grammar, rnd: random.Random, k: int) -> list[str]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(gbnf_grammars(), st.randoms(use_true_random=False), st.lists(st.text(ALPHA, max_size=5), max_size=6))
+@given(gbnf_grammars(), st.randoms(use_true_random=False), st.lists(st.text(ALPHA + "d", max_size=5), max_size=6))
 def test_greedy_lowering_keeps_the_character_language(text: str, rnd: random.Random, extra: list[str]) -> None:
     parser = pytest.importorskip("tether.parser")
     try:
