@@ -11,9 +11,13 @@ uses those, without recursion); otherwise GrammarError. Several definitions of o
 are alternatives (seed 002 groups them). The start rule is ``start`` if defined, else the
 first rule.
 
-Lowering uses the ``lexeme`` policy: each literal and regex is one terminal, matched
-greedily; ``except!``, ``#ex`` become set-operation terminals (``Terminal.expr``) built by
-the regex layer's complement and intersection.
+Lowering uses the greedy-safe ``char`` policy of GBNF (``tether.grammar.lower``):
+literals, groups and repetitions become terminals only where greedy lexing keeps the
+language. ``except!`` of literals becomes exact character-level rules (the states of the
+"no excluded string yet" automaton); ``except!`` of a regex and ``#ex`` become
+set-operation terminals (``Terminal.expr``, built by the regex layer's complement and
+intersection). Regex terminals (``#"..."``) are lexed greedily, like Lark's: KBNF's
+byte-level Earley parser would also try their shorter matches, which a lexer cannot.
 """
 
 from __future__ import annotations

@@ -3,12 +3,16 @@
 Two policies, because the parser lexes greedily (longest match, no backtracking, like
 Lark's and llguidance's lexers) and front ends disagree on what a terminal is:
 
-``lexeme`` (Lark, KBNF): the grammar says what the terminals are (Lark UPPERCASE
-    terminals, string and regex literals); each becomes one IR terminal and keeps the
-    greedy semantics its users expect. Groups, options and repetitions become named rules.
+``lexeme`` (Lark): the grammar says what the terminals are (UPPERCASE terminals,
+    string and regex literals); each becomes one IR terminal and keeps the greedy
+    semantics Lark and llguidance users expect. Groups, options and repetitions become
+    named rules.
 
-``char`` (GBNF): llama.cpp reads GBNF as a character-level grammar with no lexer, so any
-    grouping into terminals must not change the language. Lowering starts from the
+``char`` (GBNF, KBNF, and ``sequence``/``union`` of grammars): llama.cpp reads GBNF as a
+    character-level grammar with no lexer, so any grouping into terminals must not change
+    the language. Opaque regexes (KBNF ``#"..."``, xgrammar ``Regex("...")``, set
+    operations, terminals of already-lowered grammars) stay terminals of their own and
+    are lexed greedily; everything else follows this policy. Lowering starts from the
     largest candidates (maximal rule-free sub-expressions, with non-recursive rules
     inlined) and keeps a candidate ``T`` as one terminal only if greedy lexing cannot
     lose a parse: for every candidate ``U`` that may start where ``T`` starts, no
