@@ -119,7 +119,12 @@ def check(rules, ignore: bool, seed: int) -> None:
     for text in cases:
         p = ByteParser(ours.tables, lexer=ours.lexer)
         got = p.feed(text) and p.is_accepting()
-        assert got == lark_accepts(lp, text), (to_lark(rules, ignore), text)
+        expected = lark_accepts(lp, text)
+        assert got == expected, (to_lark(rules, ignore), text)
+        if expected:  # every prefix of a sentence is viable, byte by byte
+            q = ByteParser(ours.tables, lexer=ours.lexer)
+            for k in range(len(text)):
+                assert q.feed(text[k]), (to_lark(rules, ignore), text, k)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
