@@ -189,6 +189,37 @@ def main() -> None:
                     f"{name:<16}{'push, no Leo':<14}{len(ids):>9}{'':>10}{dt:>10.3f}"
                     f"{per:>11.2f}{per / base:>10.2f}"
                 )
+    walk_pattern()
+
+
+def walk_pattern(n: int = 100_000) -> None:
+    """What the mask engine does at a lexeme boundary inside a token-trie walk: push a
+    lexeme, look at the row, pop; repeated (one-entry row cache hit) or alternating
+    between two lexemes (a rebuild every time)."""
+    tables = ParserTables.from_grammar(json_grammar())
+    ids = tables.terminal_ids
+    p = EarleyParser(tables)
+    for name in ("LBRACK", "LBRACE", "STRING", "COLON", "LBRACK", "NUMBER"):
+        assert p.push(ids[name])
+    comma, close = ids["COMMA"], ids["RBRACK"]
+    title = "walk pattern, json after " + "[{" + '"k":[1'
+    print(f"\n{title:<44}{'calls':>9}{'µs/call':>10}")
+    for label, seq in (
+        ("push + allowed_terminals + pop, same lexeme", [comma, comma]),
+        ("push + allowed_terminals + pop, alternating", [comma, close]),
+    ):
+        t0 = time.process_time()
+        for i in range(n):
+            p.push(seq[i & 1])
+            p.allowed_terminals()
+            p.pop()
+        dt = time.process_time() - t0
+        print(f"{label:<44}{n:>9}{dt / n * 1e6:>10.2f}")
+    t0 = time.process_time()
+    for _ in range(n):
+        p.row_key()
+    dt = time.process_time() - t0
+    print(f"{'row_key (memoized)':<44}{n:>9}{dt / n * 1e6:>10.2f}")
 
 
 if __name__ == "__main__":
