@@ -227,3 +227,25 @@ def test_prefix_closure(seq, text) -> None:
             break
     else:
         assert q.is_accepting() == whole
+
+
+def test_empty_language_of_only_the_empty_text() -> None:
+    g = Grammar("s")
+    g.add_rule("s")
+    p = ByteParser(g)
+    assert p.is_accepting() and p.allowed_bytes() == set()
+    assert not accepts(p, "x")
+    g.add_terminal(Terminal("WS", regex=" +"))
+    g.ignore.append("WS")
+    q = ByteParser(g)
+    assert accepts(q, "   ") and q.allowed_bytes() == {ord(" ")}
+
+
+def test_utf8_terminals_byte_by_byte() -> None:
+    p = one(["W"], Terminal("W", regex="[é€😀]+"))
+    data = "é€😀".encode()
+    q = ByteParser(p.tables, lexer=p.lexer)
+    for k, b in enumerate(data):
+        assert q.feed(bytes([b])), k
+        assert q.is_accepting() == (k + 1 in (2, 5, 9))  # only at character boundaries
+    assert not is_viable_prefix(p, b"\xc3\xc3")  # not UTF-8
