@@ -97,6 +97,11 @@ class TransformersModel:
         m = cls(gguf.parent, gguf_file=gguf.name, **options)
         EMBEDDED_HF_DIR.mkdir(parents=True, exist_ok=True)
         m.tokenizer.save_pretrained(EMBEDDED_HF_DIR)
+        # the weights are already dequantized to float32: drop the GGUF quantizer marker,
+        # which transformers refuses to serialize
+        m.hf.hf_quantizer = None
+        if hasattr(m.hf.config, "quantization_config"):
+            del m.hf.config.quantization_config
         m.hf.save_pretrained(EMBEDDED_HF_DIR)
         return m
 
