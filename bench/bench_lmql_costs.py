@@ -62,6 +62,8 @@ MATH_SHOTS = (
 
 ODD_DATA = ["apple, pear, hammer, plum", "red, blue, seven, green", "dog, cat, chair, horse",
             "Paris, Rome, Tokyo, banana", "violin, cello, carrot, flute", "oak, pine, maple, salmon"]
+ODD_ANSWERS = ["hammer", "seven", "chair", "banana", "carrot", "salmon"]
+MATH_ANSWERS = [12, 35, 12]
 REACT_DATA = ["Where is Apple Computers headquartered?", "Which river flows through Paris?"]
 MATH_DATA = ["Tom has 3 boxes with 4 apples each. How many apples does he have?",
              "A train ride costs 7 dollars. How much do 5 rides cost?",
@@ -290,6 +292,14 @@ def measure(model: Any, task: str, items: list[str], chunks: list[int]) -> tuple
     return lm, bls
 
 
+def _accuracy(task: str, outs: list[Any], gold: list[Any]) -> float:
+    if task == "odd":
+        got = outs
+    else:
+        got = [int(m.group(1)) if (m := re.search(r"So the answer is\s*(\d+)", o)) else None for o in outs]
+    return sum(a == g for a, g in zip(got, gold, strict=False)) / max(1, len(got))
+
+
 def pct(a: float, b: float) -> str:
     return f"{(b - a) / a * 100:+.1f}%" if a else "n/a"
 
@@ -326,9 +336,15 @@ def main() -> int:
             vals = [bl.avg(attr) if attr else bl.extra[0] for bl in bls.values()]
             cells = " | ".join(f"{v:.2f}" for v in vals)
             print(f"| {names[task]} | {metric} | {cells} | {l1:.2f} | {l2:.2f} | {pct(vals[-1], l2)} |")
-        if task == "odd":
-            last = bls[chunks[-1]]
-            print(f"|  | answers LMQL {[r.variables['RESULT'] for r in lm.extra[1:]]}, baseline {last.extra[1:]} |")
+        if task in ("odd", "math"):
+            gold = ODD_ANSWERS if task == "odd" else MATH_ANSWERS
+            lm_ans = [r.variables.get("RESULT" if task == "odd" else "ANSWER") for r in lm.extra[1:]]
+            if task == "math":
+                lm_ans = [int(str(a).strip()) if str(a).strip().isdigit() else None for a in lm_ans]
+            accs = [_accuracy(task, bl.extra[1:], gold) for bl in bls.values()]
+            lm_acc = sum(a == g for a, g in zip(lm_ans, gold, strict=False)) / len(lm_ans)
+            cells = " | ".join(f"{a:.0%}" for a in accs)
+            print(f"| {names[task]} | accuracy | {cells} | {lm_acc:.0%} | {lm_acc:.0%} | |")
         sys.stdout.flush()
     return 0
 
