@@ -385,13 +385,14 @@ def rewrite_inline_where(src: str) -> str:
     prev_string = False
     pending_where: tuple[int, int] | None = None
     depth = 0
+    last_end = (1, 0)
     for tok in toks:
         tt, s = tok.type, tok.string
         if tt in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
             continue
         if tt == tokenize.NEWLINE or tt == tokenize.ENDMARKER:
             if pending_where is not None:
-                row, col = tok.start
+                row, col = last_end  # after the condition, before any comment
                 edits.append((row, col, 0, f" else {WHERE_MARK}"))
                 pending_where = None
             stmt_start, prev_string = True, False
@@ -410,6 +411,7 @@ def rewrite_inline_where(src: str) -> str:
         else:
             prev_string = False
         stmt_start = tt == tokenize.OP and s == ":" and depth == 0
+        last_end = tok.end
     for row, col, length, rep in sorted(edits, reverse=True):
         ln = lines[row - 1]
         lines[row - 1] = ln[:col] + rep + ln[col + length :]

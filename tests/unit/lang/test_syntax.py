@@ -92,3 +92,10 @@ def test_where_clause_error_points_into_clause() -> None:
 def test_unknown_decoder() -> None:
     with pytest.raises(QuerySyntaxError, match="decoder"):
         parse_query('sample(3)\n"x"\n')
+
+
+def test_inline_where_with_trailing_comment_and_multiline_condition() -> None:
+    q = parse_query('"a [B]" where len(B) < 3  # short\n"c [D]" where (D in ["x",\n    "y"])\n')
+    assert len(q.body.body) == 2
+    for stmt in q.body.body:
+        assert isinstance(stmt.value, ast.IfExp)
