@@ -632,47 +632,67 @@ class Runtime:
                     decs[i] = None
 
     def run_beam(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
-        """Scripted beam search over the whole program (all holes jointly)."""
-        beams: list[tuple[float, Execution, HoleDecoder | None]] = [(0.0, Execution(program, args, self), None)]
+        """Scripted beam search over the whole program (all holes jointly).
+
+        Pool entries are (log-probability, branch, decoder in a hole, finished hole): a
+        finished hole is applied only to the survivors of pruning — in place when no other
+        survivor shares the branch, else on a re-played copy.
+        """
+        Entry = tuple[float, Execution, HoleDecoder | None, tuple[HoleDecoder, str] | None]
+        beams: list[Entry] = [(0.0, Execution(program, args, self), None, None)]
         for _ in range(100_000):
-            if all(ex.done for _, ex, _ in beams):
+            if all(ex.done for _, ex, _, _ in beams):
                 break
-            pool: list[tuple[float, Execution, HoleDecoder | None]] = []
+            pool: list[Entry] = []
             active = []
-            for lp, ex, dec in beams:
+            for lp, ex, dec, _ in beams:
                 if ex.done:
-                    pool.append((lp, ex, None))
+                    pool.append((lp, ex, None, None))
                     continue
                 req = ex.pending
                 assert req is not None
                 active.append((lp, ex, dec if dec is not None else self.new_decoder(ex, req)))
             rows = self._logits([d.context() for _, _, d in active])
             for (lp, ex, dec), logits in zip(active, rows, strict=True):
-                req = ex.pending
-                assert req is not None
                 steps = best_steps(dec, logits, n)
                 if not steps:
                     d2 = dec.copy()
                     d2.finish_forced()
-                    pool.append((lp, self._finish(ex, d2, req, "masked"), None))
+                    pool.append((lp, ex, None, (d2, "masked")))
                     continue
                 for s in steps:
                     d2 = dec.copy()
                     d2.accept(s)
                     if d2.done:
-                        how = s.reason or "eos"
-                        pool.append((lp + s.logprob, self._finish(ex, d2, req, how), None))
+                        pool.append((lp + s.logprob, ex, None, (d2, s.reason or "eos")))
                     else:
-                        pool.append((lp + s.logprob, ex, d2))
+                        pool.append((lp + s.logprob, ex, d2, None))
             pool.sort(key=lambda b: -b[0])
-            beams = pool[:n]
-        for lp, ex, _ in beams:
+            beams = self._materialize(pool[:n])
+        for lp, ex, _, _ in beams:
             ex.logprob = lp
-        return [ex for _, ex, _ in beams]
+        return [ex for _, ex, _, _ in beams]
 
-    def _finish(self, ex: Execution, dec: HoleDecoder, req: HoleRequest, how: str) -> Execution:
-        rec = self.record(dec, req, how)
-        return ex.fork(rec)
+    def _materialize(self, survivors: list[Any]) -> list[Any]:
+        users: dict[int, int] = {}
+        for _, ex, _, _ in survivors:
+            users[id(ex)] = users.get(id(ex), 0) + 1
+        out = []
+        for lp, ex, dec, fin in survivors:
+            if fin is None:
+                out.append((lp, ex, dec, None))
+                continue
+            d2, how = fin
+            req = ex.pending
+            assert req is not None
+            rec = self.record(d2, req, how)
+            if users[id(ex)] == 1:  # sole survivor of this branch: advance it in place
+                ex.resume(rec)
+                out.append((lp, ex, None, None))
+            else:
+                users[id(ex)] -= 1
+                out.append((lp, ex.fork(rec), None, None))
+        return out
 
     def run(self, program: Program, args: dict[str, Any]) -> QueryResult:
         token = ACTIVE.set(self)

@@ -272,3 +272,23 @@ def test_where_clause_sees_module_functions_and_reports_typos() -> None:
     assert bad.holes[0].stopped in ("budget", "masked") and not bad.holes[0].satisfied
     with pytest.raises(NameError, match="STOPS_AT"):
         run_query('"Q:[A]" where STOPS_ATT(A, ".")', model=rule_model({}))
+
+
+def test_beam_replays_only_branches_that_survive_and_share_a_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    runtime = importlib.import_module("tether.lang.runtime")
+    forks = []
+    orig = runtime.Execution.fork
+
+    def counting_fork(self, answer):  # type: ignore[no-untyped-def]
+        forks.append(answer)
+        return orig(self, answer)
+
+    monkeypatch.setattr(runtime.Execution, "fork", counting_fork)
+    m = rule_model({"Q:": " yes", "R:": " sky"})
+    src = 'beam(n=1)\n    "Q:[A]\\n" where A in [" yes", " no"]\n    "R:[B]" where B in [" x", " sky"]\n'
+    r = load_query(src).run(model=m)
+    assert r["A"] == " yes" and r["B"] == " sky" and forks == []
+    load_query(src.replace("n=1", "n=2")).run(model=m)
+    assert 0 < len(forks) <= 4
