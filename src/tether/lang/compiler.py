@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import copy
 from dataclasses import dataclass, field
+from typing import Any
 
 from tether.lang.syntax import WHERE_MARK, Expr, Hole, Role, Text, parse_template, prompt_string
 
@@ -36,7 +37,7 @@ class CompiledBody:
         hole_names: every hole name in the body (to tell future holes apart).
     """
 
-    code: object
+    code: Any
     inline_where: dict[int, ast.expr] = field(default_factory=dict)
     hole_names: frozenset[str] = frozenset()
 
@@ -49,7 +50,7 @@ def _tuple(*elts: ast.expr) -> ast.Tuple:
     return ast.Tuple(list(elts), ast.Load())
 
 
-def _const(v: object) -> ast.Constant:
+def _const(v: Any) -> ast.Constant:
     return ast.Constant(v)
 
 

@@ -43,8 +43,8 @@ def _in_set(items: list[tuple[object, object]], ch: str, icase: bool) -> bool:
         elif op is C.LITERAL:
             hit = hit or av in alts
         elif op is C.RANGE:
-            lo, hi = av  # type: ignore[misc]
-            hit = hit or any(lo <= a <= hi for a in alts)
+            bounds: tuple[int, int] = av  # type: ignore[assignment]
+            hit = hit or any(bounds[0] <= a <= bounds[1] for a in alts)
         elif op is C.CATEGORY:
             hit = hit or _CATS.get(av, lambda c: True)(ch)
         else:  # unknown: be permissive (sound)

@@ -372,12 +372,12 @@ class Execution:
             elif kind == "role":
                 self.segments.append(Segment("role", self.rt.role_text(ev[1], self.trace()), ev[1]))
             elif kind == "input":
-                val = self._answer(lambda p=ev[1]: str(self.rt.input_fn(p)))
+                val = str(self._answer(functools.partial(self.rt.input_fn, str(ev[1]))))
                 self.answers.append(val)
                 send = val  # the prompt shows it where the program interpolates it
             elif kind == "await":
                 obj = ev[1]
-                val = self._answer(lambda o=obj: self.rt.resolve_await(o))
+                val = self._answer(functools.partial(self.rt.resolve_await, obj))
                 self.answers.append(val)
                 send = val
             elif kind == "end":
@@ -398,7 +398,7 @@ class Execution:
                 send = value
             elif kind == "supplied":
                 _, name, value, qname = ev
-                rec = self._answer(lambda n=name, v=value, q=qname: HoleRecord(n, _fmt(v), v, query=q, stopped="supplied"))
+                rec = self._answer(functools.partial(HoleRecord, name, _fmt(value), value, query=qname, stopped="supplied"))
                 self._record(rec)
                 send = rec.value
             elif kind == "rewrite":
@@ -488,6 +488,7 @@ class Runtime:
     def new_decoder(self, ex: Execution, req: HoleRequest) -> HoleDecoder:
         prompt = self.tokenize_prompt(ex.trace())
         self._count_start(len(prompt))
+        assert self.info is not None
         return HoleDecoder(self.model, self.info, prompt, req.name, req.constraint, req.scope,
                            req.future, req.post_text, self.max_tokens, self.stop_on_masked, self.use_engine)
 

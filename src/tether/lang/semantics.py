@@ -365,8 +365,8 @@ def _call(node: ast.Call, st: HoleState) -> FV:
         if x.value is None:
             return UNKNOWN
         s = str(x.value)
-        fn = {"words": words, "sentences": sentences, "characters": list}[name]
-        return FV(fn(s), _mono(x.ann))
+        parts: list[str] = words(s) if name == "words" else sentences(s) if name == "sentences" else list(s)
+        return FV(parts, _mono(x.ann))
     if name == "int" and len(args) == 1:
         x = evaluate(args[0], st)
         if x.value is None:
