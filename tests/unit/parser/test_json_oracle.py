@@ -118,3 +118,13 @@ def test_named_cases() -> None:
     assert ours("[1, 2") == (True, False)
     assert ours("tru") == (True, False)
     assert ours("[01") == (False, False)
+
+
+@settings(max_examples=30, deadline=None)
+@given(values, layouts, st.integers(0, 10_000))
+def test_allowed_bytes_is_what_feed_accepts(value, layout, where) -> None:
+    data = json.dumps(value, **layout).encode()
+    p = ByteParser(JSON.tables, lexer=JSON.lexer)
+    assert p.feed(data[: where % (len(data) + 1)])
+    allowed = p.allowed_bytes()
+    assert allowed == {b for b in range(256) if p.copy().feed(bytes([b]))}
