@@ -69,7 +69,12 @@ class ByteParser:
 
     def feed(self, data: bytes | str) -> bool:
         """Consume ``data`` (str is UTF-8 encoded). Returns False (and sets ``error``) at the
-        first byte that cannot continue any sentence; bytes before it stay consumed."""
+        first byte that cannot continue any sentence; bytes before it stay consumed.
+
+        Raises:
+            RegexLimitError: the lexer DFA needed more states than its limit (not an
+                input error: the grammar's terminals are too large for the limit).
+        """
         if isinstance(data, str):
             data = data.encode("utf-8")
         if self.error is not None:
