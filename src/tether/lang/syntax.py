@@ -438,11 +438,25 @@ def parse_body(src: str, *, text: str | None = None, line0: int = 0, col0: int =
     if line0:
         ast.increment_lineno(mod, line0)
     # validate prompt strings now, so template errors surface at parse time
-    for node in ast.walk(mod):
+    for node in _prompt_scope(mod):
         s = prompt_string(node)
         if s is not None:
             check_template(s[0], s[1], text, filename, line0=0, col0=col0 if text is not src else 0)
     return mod
+
+
+def _prompt_scope(tree: ast.AST) -> list[ast.AST]:
+    """Nodes of the query body itself: not inside nested functions, classes or lambdas
+    (their strings are docstrings or nested queries, parsed when those run)."""
+    out: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+                todo.append(child)
+    return out
 
 
 def prompt_string(node: ast.AST) -> tuple[str, ast.AST] | None:

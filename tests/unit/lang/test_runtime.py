@@ -292,3 +292,11 @@ def test_beam_replays_only_branches_that_survive_and_share_a_parent(monkeypatch:
     assert r["A"] == " yes" and r["B"] == " sky" and forks == []
     load_query(src.replace("n=1", "n=2")).run(model=m)
     assert 0 < len(forks) <= 4
+
+
+def test_awaited_nested_query_returns_its_value() -> None:
+    m = rule_model({"Capital of France:": " Paris"})
+    src = ("@lmql.query\ndef capital(country):\n    '''lmql\n    \"Capital of {country}:[C]\" where C in [\" Paris\", \" Lyon\"]\n"
+           "    return C.strip()\n    '''\nc = await capital(\"France\")\n\"The answer is {c}.\"\n")
+    r = run_query(src, model=m)
+    assert r["c"] == "Paris" and r.prompt == "The answer is Paris."
