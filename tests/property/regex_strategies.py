@@ -1,8 +1,8 @@
 """Hypothesis strategies: regex patterns (as Python ``re`` syntax) and adversarial texts.
 
 ``patterns()`` draws a random regex tree and renders it; the tree uses only what
-``tether.regex`` supports (no backreferences, no lookbehind, lookahead and anchors outside
-repetitions), so every drawn pattern must compile. Repeat bounds and nesting are small so
+``tether.regex`` supports (no backreferences; lookbehind of one character; assertions
+only in boundedly repeated groups), so every drawn pattern must compile. Repeat bounds and nesting are small so
 that Python's backtracking ``re`` (the oracle) stays fast on short texts.
 """
 
@@ -42,7 +42,7 @@ def _atom(draw: st.DrawFn, depth: int, anchors: bool) -> str:
     if depth > 0:
         choices += ["group", "group"]
     if anchors:
-        choices += ["look", "bol", "eol"]
+        choices += ["look", "bol", "eol", "wordb", "behind"]
     kind = draw(st.sampled_from(choices))
     if kind == "lit":
         return _lit(draw(st.sampled_from(ALPHABET)))
@@ -56,6 +56,11 @@ def _atom(draw: st.DrawFn, depth: int, anchors: bool) -> str:
         return draw(st.sampled_from(["^", "\\A"]))
     if kind == "eol":
         return draw(st.sampled_from(["$", "\\Z"]))
+    if kind == "wordb":
+        return draw(st.sampled_from(["\\b", "\\B"]))
+    if kind == "behind":
+        one = _class(draw) if draw(st.booleans()) else _lit(draw(st.sampled_from(ALPHABET)))
+        return f"(?<{draw(st.sampled_from(['=', '!']))}{one})"
     if kind == "look":
         body = draw(_alternation(max(depth - 1, 0), False))
         return f"(?{draw(st.sampled_from(['=', '!']))}{body})"
@@ -81,11 +86,12 @@ def _sequence(draw: st.DrawFn, depth: int, anchors: bool) -> str:
     parts = []
     for _ in range(draw(st.integers(0, 3))):
         a = draw(_atom(depth, anchors))
-        if a[0] in "^$" or a.startswith(("\\A", "\\Z", "(?=", "(?!")):
+        if a[0] in "^$" or a.startswith(("\\A", "\\Z", "\\b", "\\B", "(?=", "(?!", "(?<")):
             parts.append(a)  # anchors and lookahead are not quantified
         else:
             # a group holding lookahead or Python's "$" may only be repeated a few times
-            bounded = any(x in a for x in ("(?=", "(?!", "$"))
+            # (with lookbehind or \\b in the pattern, any assertion needs this)
+            bounded = any(x in a for x in ("(?=", "(?!", "(?<", "$", "^", "\\A", "\\Z", "\\b", "\\B"))
             parts.append(a + _quantifier(draw, bounded))
     return "".join(parts)
 
@@ -102,7 +108,7 @@ def patterns(draw: st.DrawFn, anchors: bool = True, flags: bool = True) -> str:
     body = draw(_alternation(2, anchors))
     prefix = ""
     if flags and draw(st.integers(0, 4)) == 0:
-        prefix = "(?" + "".join(sorted(set(draw(st.lists(st.sampled_from("is"), min_size=1, max_size=2))))) + ")"
+        prefix = "(?" + "".join(sorted(set(draw(st.lists(st.sampled_from("ism"), min_size=1, max_size=2))))) + ")"
     return prefix + body
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 # node kinds
-K_EMPTY, K_EPS, K_BYTES, K_CONCAT, K_ALT, K_STAR, K_REPEAT, K_AND, K_NOT = range(9)
+K_EMPTY, K_EPS, K_BYTES, K_CONCAT, K_ALT, K_STAR, K_REPEAT, K_AND, K_NOT, K_HIDE = range(10)
 INF = -1  # upper bound of an unbounded repeat
 
 ALL_BYTES_MASK = (1 << 256) - 1
@@ -305,6 +305,33 @@ _UNIVERSAL = _intern(K_NOT, (EMPTY,), True, F_BOOLEAN)
 ANYTHING = _UNIVERSAL  # Σ*: every byte string
 
 
+def hide(node: Node, mask: int) -> Node:
+    """The strings of ``node`` with every byte of ``mask`` erased (a homomorphic image).
+
+    Used for texts annotated with marker bytes that are not part of the text: the node
+    keeps the closure of ``node`` under derivatives by hidden bytes, so a derivative by a
+    visible byte first skips any hidden ones. Cost: the closure is explored eagerly (it
+    is small when markers are sparse, as in the annotations ``syntax`` builds).
+    """
+    if node is EMPTY or node is EPSILON:
+        return node
+    seen = {node}
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        for cls in byte_classes((n,)):
+            h = cls & mask
+            if h:
+                d = derivative(n, lowest_byte(h))
+                if d is not EMPTY and d not in seen:
+                    seen.add(d)
+                    todo.append(d)
+    inner = alt(*seen)
+    if inner is EMPTY:
+        return EMPTY
+    return _intern(K_HIDE, (inner, mask), inner.nullable, F_BOOLEAN | inner.flags)
+
+
 def nullable(node: Node) -> bool:
     """Whether the empty string is in ``node``'s language."""
     return node.nullable
@@ -340,6 +367,9 @@ def _derive(node: Node, b: int) -> Node:
         return intersect(*[derivative(m, b) for m in node.args])
     if k == K_NOT:
         return complement(derivative(node.args[0], b))
+    if k == K_HIDE:
+        inner, mask = node.args
+        return EMPTY if mask >> b & 1 else hide(derivative(inner, b), mask)
     return EMPTY  # ∅, ε
 
 
@@ -363,6 +393,9 @@ def firsts(node: Node) -> tuple[int, ...]:
                 acc.update(firsts(m))
         elif k in (K_STAR, K_REPEAT, K_NOT):
             acc.update(firsts(node.args[0]))
+        elif k == K_HIDE:
+            acc.update(firsts(node.args[0]))
+            acc.add(node.args[1])
         f = tuple(sorted(acc))
         node._firsts = f
     return f
@@ -474,5 +507,7 @@ def _show(n: Node, prec: int) -> str:
         return "~" + _show(n.args[0], 3)
     if k == K_STAR:
         return _show(n.args[0], 3) + "*"
+    if k == K_HIDE:
+        return f"hide[{_fmt_mask(n.args[1])}]({_show(n.args[0], 0)})"
     inner, lo, hi = n.args
     return _show(inner, 3) + (f"{{{lo},}}" if hi == INF else f"{{{lo},{hi}}}")

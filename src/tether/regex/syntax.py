@@ -12,11 +12,13 @@
    stripped from every byte set.
 
 Lookahead ``(?=X)`` / ``(?!X)`` is lowered exactly with intersection and complement (see
-``_Lowering``); so is Python's ``$``, which may match before a final newline. Rejected with
-``RegexError`` naming the offset: backreferences, lookbehind, word boundaries, atomic
-groups and possessive quantifiers, conditionals, multi-line anchors, and lookaround
-inside a group repeated without a small bound. Lazy quantifiers denote the same language
-as greedy ones.
+``_Lowering``); so is Python's ``$``, which may match before a final newline. Assertions
+about the previous character (lookbehind of one character, ``\\b \\B``, multi-line ``^``)
+are lowered over texts annotated with marker bytes that are erased afterwards (see
+``_Annotation``). Rejected with ``RegexError`` naming the offset: backreferences, longer
+lookbehind, atomic groups and possessive quantifiers, conditionals, ECMA multi-line
+anchors, and assertions inside a group repeated without a small bound. Lazy quantifiers
+denote the same language as greedy ones.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from .ast import (
     complement,
     concat,
     derivative,
+    hide,
     intersect,
     repeat,
     star,
@@ -196,7 +199,7 @@ class _Parser:
                 lo, hi = b
             else:
                 return atom
-            if atom[0] in ("bol", "eol") or (atom[0] == "look" and self.flavor == "ecma"):
+            if atom[0] in _ASSERTIONS and (atom[0] != "look" or self.flavor == "ecma"):
                 raise self.error("nothing to repeat (an anchor cannot be quantified)", q_at)
             if quantified:
                 raise self.error("multiple repeat", q_at)
@@ -249,7 +252,9 @@ class _Parser:
         if c == "^":
             self.i += 1
             if self.flags.multiline:
-                raise self.error("'^' in multi-line mode is not supported", at)
+                if self.flavor != "python":
+                    raise self.error("'^' in multi-line mode is not supported", at)
+                return ("behind", cs.NEWLINE, True, at)  # at the start or after a newline
             return ("bol", at)
         if c == "$":
             self.i += 1
@@ -309,7 +314,21 @@ class _Parser:
                     raise self.error("missing ), unterminated subpattern", at)
                 return ("look", c == "=", body, at)
             elif c == "<":
-                raise self.error("lookbehind is not supported (not regular under this engine)", at)
+                negative = self.peek(1) == "!"
+                self.i += 2
+                saved = self.flags
+                body = self.alternation()
+                self.flags = saved
+                if not self.eat(")"):
+                    raise self.error("missing ), unterminated subpattern", at)
+                one = _single_set(body)
+                if one is None:
+                    raise self.error(
+                        "lookbehind is only supported for one character (a class or a literal)", at
+                    )
+                if negative:  # not preceded by one of these: preceded by another, or at start
+                    return ("behind", cs.complement(one), True, at)
+                return ("behind", one, False, at)
             elif c == ">":
                 raise self.error("atomic groups are not supported", at)
             elif c == "#":
@@ -344,7 +363,7 @@ class _Parser:
         self.flags = saved
         if not self.eat(")"):
             raise self.error("missing ), unterminated subpattern", at)
-        if t[0] in ("bol", "eol", "look"):
+        if t[0] in _ASSERTIONS:
             return ("seq", [t])  # a group around an anchor may be quantified
         return t
 
@@ -543,7 +562,8 @@ class _Parser:
         if c in "pP" and self.flavor == "ecma":
             return ("set", self.property_escape(at))
         if c in "bB":
-            raise self.error(f"word boundary \\{c} is not supported", at)
+            self.i += 1
+            return ("wordb", c == "b", cs.class_escape("w", self.flavor, self.flags.ascii), at)
         if c == "A" and self.flavor == "python":
             self.i += 1
             return ("bol", at)
@@ -582,10 +602,94 @@ def charset_node(s: cs.CharSet) -> Node:
     return alt(*[concat(*[byte_range(lo, hi) for lo, hi in seq]) for seq in seqs])
 
 
+_ASSERTIONS = ("bol", "eol", "look", "behind", "wordb")
+
+
+def _single_set(t: Tree) -> cs.CharSet | None:
+    """The code points of a tree matching exactly one character, else None."""
+    if t[0] == "set":
+        return t[1]  # type: ignore[no-any-return]
+    if t[0] == "seq" and len(t[1]) == 1:
+        return _single_set(t[1][0])
+    if t[0] == "alt":
+        parts = [_single_set(x) for x in t[1]]
+        if all(p is not None for p in parts):
+            return cs.union(*parts)  # type: ignore[arg-type]
+    return None
+
+
+def _needs_annotation(t: Tree) -> bool:
+    """Whether ``t`` asserts something about the previous character."""
+    k = t[0]
+    if k in ("behind", "wordb"):
+        return True
+    if k in ("seq", "alt"):
+        return any(_needs_annotation(x) for x in t[1])
+    if k in ("rep",):
+        return _needs_annotation(t[1])
+    if k == "look":
+        return _needs_annotation(t[2])
+    return False
+
+
+def _behind_sets(t: Tree, out: list[cs.CharSet]) -> list[cs.CharSet]:
+    k = t[0]
+    if k == "behind":
+        out.append(t[1])
+    elif k == "wordb":
+        out.append(t[2])
+    elif k in ("seq", "alt"):
+        for x in t[1]:
+            _behind_sets(x, out)
+    elif k == "rep":
+        _behind_sets(t[1], out)
+    elif k == "look":
+        _behind_sets(t[2], out)
+    return out
+
+
+class _Annotation:
+    """Marker bytes for texts annotated with the class of each previous character.
+
+    The annotated text is ``m0 c1 m1 c2 ... cn mn END``: ``m0`` marks the start and ``mi``
+    names the block of a partition of code points (refining every lookbehind class) that
+    holds ``ci``. An assertion about the previous character is then a one-symbol
+    lookahead at the marker, exact under continuation-passing lowering; each character
+    atom consumes its marker and then its bytes. ``W`` is the language of well-annotated
+    texts (one per text), and erasing the markers (``ast.hide``) maps it back to texts.
+    """
+
+    FIRST = 0xF5  # 0xF5..0xFD: blocks; 0xFE: start; 0xFF: end (none occurs in UTF-8)
+
+    def __init__(self, sets: list[cs.CharSet], pattern: str) -> None:
+        blocks = [cs.ALL]
+        for s in sets:
+            nxt = []
+            for b in blocks:
+                inside, outside = cs.intersect(b, s), cs.difference(b, s)
+                nxt += [x for x in (inside, outside) if x]
+            blocks = nxt
+        if len(blocks) > BEGIN - self.FIRST:
+            raise RegexError("too many distinct lookbehind classes (at most 9 blocks)", pattern, 0)
+        self.blocks = blocks
+        self.block_mask = sum(1 << (self.FIRST + i) for i in range(len(blocks)))
+        self.any_marker = _bytes(self.block_mask | 1 << BEGIN)
+        self.start = _bytes(1 << BEGIN)
+        self.end = _bytes(1 << END)
+        self.hidden = self.block_mask | 1 << BEGIN | 1 << END
+        chars = alt(*[concat(charset_node(b), _bytes(1 << (self.FIRST + i))) for i, b in enumerate(blocks)])
+        self.well_formed = concat(self.start, star(chars), self.end)
+
+    def markers(self, s: cs.CharSet, start: bool) -> Node:
+        """Markers meaning "the previous character is in ``s``" (or "at the start")."""
+        m = sum(1 << (self.FIRST + i) for i, b in enumerate(self.blocks) if cs.intersect(b, s))
+        return _bytes(m | (1 << BEGIN if start else 0))
+
+
 def _empty_only(t: Tree) -> bool:
     """Whether ``t`` can only match the empty text (anchors, lookarounds, empty groups)."""
     k = t[0]
-    if k in ("bol", "eol", "look"):
+    if k in _ASSERTIONS:
         return True
     if k in ("seq", "alt"):
         return all(_empty_only(x) for x in t[1])
@@ -617,17 +721,34 @@ class _Lowering:
     Anchors consume marker bytes (see ``_compile``).
     """
 
-    def __init__(self, pattern: str, search: bool, empty_text: bool = False) -> None:
-        self.pattern, self.search = pattern, search
+    def __init__(
+        self, pattern: str, search: bool, empty_text: bool = False, ann: _Annotation | None = None
+    ) -> None:
+        self.pattern, self.search, self.ann = pattern, search, ann
+        self.python_flavor = False
         self.anchors = False
         # empty_text: lower for the empty text only, where every anchor holds (all
         # anchors become ε); used to decide whether "" matches
         self.begin = EPSILON if empty_text else _bytes(1 << BEGIN)
         self.end = EPSILON if empty_text else _bytes(1 << END)
 
+    def needs_context(self, t: Tree) -> bool:
+        if self.ann is None:
+            return _needs_context(t)
+        k = t[0]  # annotated: every assertion is a lookahead at the markers
+        if k in _ASSERTIONS:
+            return True
+        if k in ("seq", "alt"):
+            return any(self.needs_context(x) for x in t[1])
+        if k == "rep":
+            return self.needs_context(t[1])
+        return False
+
     def lower(self, t: Tree) -> Node:
         k = t[0]
         if k == "set":
+            if self.ann is not None:
+                return concat(self.ann.any_marker, charset_node(t[1]))
             return charset_node(t[1])
         if k == "seq":
             return concat(*[self.lower(x) for x in t[1]])
@@ -641,7 +762,7 @@ class _Lowering:
         return self.end  # "end" anchors ("py" ones go through lower_k)
 
     def lower_k(self, t: Tree, k: Node, at_end: bool) -> Node:
-        if not _needs_context(t):
+        if not self.needs_context(t):
             return concat(self.lower(t), k)
         kind = t[0]
         if kind == "seq":
@@ -656,8 +777,9 @@ class _Lowering:
             inner, lo, hi = t[1], t[2], t[3]
             if hi == INF or hi > _UNROLL_LIMIT:
                 raise RegexError(
-                    f"lookaround or '$' inside a group repeated more than {_UNROLL_LIMIT} "
-                    "times is not supported",
+                    f"an assertion (lookaround, '$', or with lookbehind/\\b in the pattern any "
+                    f"anchor) inside a group repeated more than {_UNROLL_LIMIT} times is not "
+                    "supported",
                     self.pattern,
                     _offset_of(inner),
                 )
@@ -668,6 +790,8 @@ class _Lowering:
                 out = step if i <= lo else alt(k, step)
             return out
         self.anchors = True
+        if self.ann is not None:
+            return intersect(self.assertion(t), k)
         if kind == "look":
             _, positive, body, _at = t
             # BEGIN markers still ahead belong to later "^" anchors: the body skips them
@@ -682,8 +806,43 @@ class _Lowering:
         return intersect(concat(alt(EPSILON, _bytes(1 << 10)), end, ANYTHING), k)
 
 
+    def assertion(self, t: Tree) -> Node:
+        """Annotated mode: what the rest of the annotated text must start with."""
+        ann = self.ann
+        assert ann is not None
+        kind, m, end = t[0], ann.any_marker, ann.end
+        newline = _bytes(1 << 10)
+        if kind == "bol":
+            return concat(ann.start, ANYTHING)
+        if kind == "eol":
+            if t[1] == "end":
+                return concat(m, end)
+            if t[1] == "ml":
+                return concat(m, alt(end, concat(newline, ANYTHING)))
+            return concat(m, alt(end, concat(newline, m, end)))  # Python's "$"
+        if kind == "look":
+            ahead = self.lower_k(t[2], ANYTHING, False)
+            return ahead if t[1] else intersect(ANYTHING, complement(ahead))
+        if kind == "behind":
+            return concat(ann.markers(t[1], t[2]), ANYTHING)
+        # word boundary: previous and next character differ in being word characters
+        word = t[2]
+        other = cs.complement(word)
+        bound = alt(
+            concat(ann.markers(word, False), alt(end, charset_node(other)), ANYTHING),
+            concat(ann.markers(other, True), charset_node(word), ANYTHING),
+        )
+        if t[1]:
+            return bound
+        not_bound = complement(bound)
+        if self.pattern is not None and self.python_flavor:
+            # Python (before 3.14): \B does not match the empty text
+            not_bound = intersect(not_bound, complement(concat(ann.start, end)))
+        return not_bound
+
+
 def _offset_of(t: Tree) -> int:
-    if t[0] in ("bol", "look"):
+    if t[0] in ("bol", "look", "behind", "wordb"):
         return int(t[-1])
     if t[0] == "eol":
         return int(t[2])
@@ -736,8 +895,10 @@ def _right_quotient(node: Node, b: int, memo: dict[Node, Node]) -> Node:
         r = intersect(*[_right_quotient(m, b, memo) for m in node.args])
     elif k == K_NOT:
         r = complement(_right_quotient(node.args[0], b, memo))
-    else:
+    elif k in (K_EMPTY, K_EPS):
         r = EMPTY
+    else:
+        raise ValueError("right quotient does not apply to hide nodes")
     memo[node] = r
     return r
 
@@ -764,8 +925,10 @@ def map_masks(node: Node, f, memo: dict[Node, Node] | None = None) -> Node:  # t
         r = repeat(map_masks(node.args[0], f, memo), node.args[1], node.args[2])
     elif k == K_AND:
         r = intersect(*[map_masks(m, f, memo) for m in node.args])
-    else:
+    elif k == K_NOT:
         r = complement(map_masks(node.args[0], f, memo))
+    else:
+        raise ValueError("map_masks does not apply to hide nodes")
     memo[node] = r
     return r
 
@@ -778,6 +941,8 @@ def _compile(pattern: str, flavor: str, ignore_case: bool, dotall: bool, search:
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be str; got {type(pattern).__name__}")
     tree = _Parser(pattern, flavor, _Flags(ignore_case=ignore_case, dotall=dotall)).parse()
+    if _needs_annotation(tree):
+        return _compile_annotated(tree, pattern, flavor, search)
     low = _Lowering(pattern, search)
     if not _needs_context(tree):
         body = low.lower(tree)
@@ -804,6 +969,22 @@ def _compile(pattern: str, flavor: str, ignore_case: bool, dotall: bool, search:
     if not n.nullable and _Lowering(pattern, search, True).lower_k(tree, EPSILON, True).nullable:
         n = alt(n, EPSILON)
     return n
+
+
+def _compile_annotated(tree: Tree, pattern: str, flavor: str, search: bool) -> Node:
+    """Patterns asserting about the previous character (lookbehind, ``\\b``, multi-line
+    ``^``): lower over annotated texts (see ``_Annotation``), then erase the markers."""
+    ann = _Annotation(_behind_sets(tree, []), pattern)
+    low = _Lowering(pattern, search, ann=ann)
+    low.python_flavor = flavor == "python"
+    m = ann.any_marker
+    tail = concat(m, ann.end)
+    if search:
+        step = star(concat(m, ANY_CHAR))
+        full = concat(step, low.lower_k(tree, concat(step, tail), True))
+    else:
+        full = low.lower_k(tree, tail, True)
+    return hide(intersect(ann.well_formed, full), ann.hidden)
 
 
 def parse(
