@@ -55,7 +55,7 @@ class TransformersModel:
 
     def __init__(self, path: str | Path, *, gguf_file: str | None = None, device: str | None = None,
                  dtype: str | None = None, selective_threshold: int | None = None,
-                 model: Any = None, tokenizer: Any = None) -> None:
+                 model: Any = None, tokenizer: Any = None, tokenize_with: Any = None) -> None:
         torch = require("torch", "transformers")
         transformers = require("transformers", "transformers")
         self._torch = torch
@@ -75,7 +75,16 @@ class TransformersModel:
         from tether.tokens import Vocabulary
 
         n_logits = int(self.hf.get_output_embeddings().weight.shape[0])
-        self.vocabulary = Vocabulary.from_hf(self.tokenizer, n_logits=max(n_logits, len(self.tokenizer)))
+        # ``tokenize_with``: another backend of the same vocabulary whose tokenizer is the
+        # reference (the GGUF's, through llama.cpp); its Vocabulary is used as well
+        self._tokenize_with = tokenize_with
+        if tokenize_with is not None:
+            self.vocabulary = tokenize_with.vocabulary
+            if self.vocabulary.n_logits != n_logits:
+                raise ModelError(f"{path}: {n_logits} logits but the tokenizer's vocabulary has "
+                                 f"{self.vocabulary.n_logits}")
+        else:
+            self.vocabulary = Vocabulary.from_hf(self.tokenizer, n_logits=max(n_logits, len(self.tokenizer)))
         self._base = self.hf.base_model
         self._head = self.hf.get_output_embeddings()
         self._softcap = getattr(getattr(self.hf, "config", None), "final_logit_softcapping", None)
@@ -87,12 +96,24 @@ class TransformersModel:
 
     @classmethod
     def embedded(cls, **options: Any) -> TransformersModel:
-        """The embedded Gemma 3 270M through transformers (converted from the GGUF once)."""
-        if (EMBEDDED_HF_DIR / "config.json").exists():
-            return cls(EMBEDDED_HF_DIR, **options)
+        """The embedded Gemma 3 270M through transformers (converted from the GGUF once).
+
+        Tokenization is llama.cpp's on the same GGUF when llama-cpp-python is installed:
+        transformers' conversion of this GGUF's tokenizer splits text into characters,
+        which would give the network token sequences it never saw in training.
+        """
         from tether.models.llama_cpp import embedded_model_path
 
         gguf = embedded_model_path()
+        if "tokenize_with" not in options:
+            try:
+                from tether.models.llama_cpp import LlamaCppModel
+
+                options["tokenize_with"] = LlamaCppModel(gguf, n_ctx=256)
+            except ImportError:
+                pass
+        if (EMBEDDED_HF_DIR / "config.json").exists():
+            return cls(EMBEDDED_HF_DIR, **options)
         _say("converting the embedded GGUF for transformers (once; several minutes)")
         m = cls(gguf.parent, gguf_file=gguf.name, **options)
         EMBEDDED_HF_DIR.mkdir(parents=True, exist_ok=True)
@@ -111,6 +132,8 @@ class TransformersModel:
         return self.vocabulary.eos_ids
 
     def tokenize(self, text: str, *, add_bos: bool = False, special: bool = False) -> list[int]:
+        if self._tokenize_with is not None:
+            return list(self._tokenize_with.tokenize(text, add_bos=add_bos, special=special))
         ids = list(self.tokenizer(text, add_special_tokens=False, split_special_tokens=not special)["input_ids"])
         bos = self.tokenizer.bos_token_id
         return ([bos] if add_bos and bos is not None else []) + ids
@@ -140,7 +163,7 @@ class TransformersModel:
             keep += 1
         if self._cache is not None and keep < len(self._cached):
             try:
-                self._cache.crop(keep)
+                self._cache.crop(keep - len(self._cached))  # negative: drop that many tokens
             except Exception:  # noqa: BLE001 -- a cache kind that cannot crop: start over
                 self._cache, keep = None, 0
         if self._cache is None:
