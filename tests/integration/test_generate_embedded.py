@@ -177,6 +177,7 @@ def hf_model():
     return TransformersModel.embedded()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(2))
 def test_transformers_selective_logits_change_nothing(hf_model, seed: int) -> None:
     pattern = r"[0-9]{1,2}:[0-5][0-9] (am|pm)"
