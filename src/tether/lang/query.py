@@ -178,14 +178,20 @@ _MARKERS = ("lmql", "tether", "query")
 
 
 def _function_query_text(fn: Callable[..., Any]) -> tuple[str, str]:
-    """(query text, filename) of a decorated function: docstring-only body → docstring."""
+    """(query text, filename) of a decorated function: docstring-only body → docstring.
+
+    The text is padded with blank lines so that its line numbers are the file's: syntax
+    errors and tracebacks point at the right line of the source file.
+    """
     doc = fn.__doc__
     try:
         src = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
         src = None
     filename = getattr(fn.__code__, "co_filename", "<query>")
-    body_is_doc = True
+    # getsource starts at the first decorator, which is co_firstlineno: src line k is file line base + k
+    base = max(getattr(fn.__code__, "co_firstlineno", 1) - 1, 0)
+    pad = 0
     if src is not None:
         mod = ast.parse(src)
         fdef = next(n for n in ast.walk(mod) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
@@ -194,25 +200,26 @@ def _function_query_text(fn: Callable[..., Any]) -> tuple[str, str]:
         marked = (isinstance(first_stmt, ast.Expr) and isinstance(first_stmt.value, ast.Constant)
                   and isinstance(first_stmt.value.value, str)
                   and first_stmt.value.value.lstrip(" ").split("\n", 1)[0].strip().lower() in _MARKERS)
-        body_is_doc = len(stmts) == 1 and marked
-        if not body_is_doc:
+        if not (len(stmts) == 1 and marked):
             lines = src.splitlines(keepends=True)
-            first = stmts[0]
-            if marked and len(stmts) > 1:
-                first = stmts[1]
-            return textwrap.dedent("".join(lines[first.lineno - 1 :])), filename
+            first = stmts[1] if marked and len(stmts) > 1 else stmts[0]
+            body = textwrap.dedent("".join(lines[first.lineno - 1 :]))
+            return "\n" * (base + first.lineno - 1) + body, filename
         # the docstring as written (escapes like \n stay escapes inside query strings)
-        seg = ast.get_source_segment(src, stmts[0].value)  # type: ignore[attr-defined]
+        seg = ast.get_source_segment(src, first_stmt.value)  # type: ignore[attr-defined]
         if seg:
             raw = seg.lstrip("rRuUbB")
             q = raw[:3] if raw[:3] in ('"""', "'''") else raw[:1]
             doc = raw[len(q) : len(raw) - len(q)]
+            pad = base + first_stmt.lineno - 1  # the docstring's first line
     if doc is None:
         raise TypeError(f"@query function {fn.__name__} has neither a query body nor a query docstring")
     lines = doc.split("\n")
     if lines and lines[0].strip().lower() in _MARKERS:
         lines = lines[1:]
-    return textwrap.dedent("\n".join(lines)).strip("\n") + "\n", filename
+        pad += 1
+    body = textwrap.dedent("\n".join(lines))
+    return "\n" * pad + body.rstrip() + "\n", filename
 
 
 def query(fn: Callable[..., Any] | str | None = None, /, *, model: Any = None,

@@ -4,10 +4,12 @@ decoders (argmax, sample(n), scripted beam(n)), distribute, nested queries, cost
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from lang_rule_model import rule_model
 
+from tether.errors import QuerySyntaxError
 from tether.lang import load_query, query, run_query
 
 
@@ -300,3 +302,26 @@ def test_awaited_nested_query_returns_its_value() -> None:
            "    return C.strip()\n    '''\nc = await capital(\"France\")\n\"The answer is {c}.\"\n")
     r = run_query(src, model=m)
     assert r["c"] == "Paris" and r.prompt == "The answer is Paris."
+
+
+def test_query_docstring_errors_name_the_file_line(tmp_path: Path) -> None:
+    import importlib.util
+
+    f = tmp_path / "qmod.py"
+    f.write_text(
+        "from tether.lang import query\n\n\n"
+        "def make_bad():\n"
+        "    @query\n"
+        "    def bad(x):\n"
+        "        '''lmql\n"
+        "        \"fine\"\n"
+        "        \"broken [A\"\n"
+        "        '''\n"
+        "    return bad\n"
+    )
+    spec = importlib.util.spec_from_file_location("qmod_lang_test", f)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(QuerySyntaxError) as e:
+        mod.make_bad()
+    assert e.value.lineno == 9 and str(f) in str(e.value)
