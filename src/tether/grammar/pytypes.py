@@ -59,10 +59,18 @@ def schema_of(x: Any, *, closed: bool = True) -> dict:
         try:
             schema = TypeAdapter(x).json_schema()
         except (PydanticUserError, TypeError, ValueError) as exc:
-            raise SchemaError(f"cannot describe {_name(x)} as JSON Schema: {exc}") from None
+            # e.g. typing.TypedDict before Python 3.12: the built-in mapping may still work
+            try:
+                return _plain_schema_root(x, closed)
+            except SchemaError:
+                raise SchemaError(f"cannot describe {_name(x)} as JSON Schema: {exc}") from None
         if closed:
             _close(schema, _open_models(x))
         return schema
+    return _plain_schema_root(x, closed)
+
+
+def _plain_schema_root(x: Any, closed: bool) -> dict:
     defs: dict[str, dict] = {}
     schema = _plain_schema(x, defs, closed)
     if defs:
@@ -90,12 +98,21 @@ def parse_value(x: Any, text: str | bytes) -> Any:
             import jsonschema
         except ImportError:
             return value
-        jsonschema.validate(value, x)
+        try:
+            jsonschema.validate(value, x)
+        except jsonschema.ValidationError as exc:
+            raise ValueError(f"the value does not validate: {exc.message}") from None
         return value
     if _has_pydantic():
         from pydantic import TypeAdapter
+        from pydantic.errors import PydanticUserError
 
-        return TypeAdapter(x).validate_json(text)
+        try:
+            adapter = TypeAdapter(x)
+        except PydanticUserError:
+            adapter = None
+        if adapter is not None:
+            return adapter.validate_json(text)
     return _build(x, json.loads(text))
 
 
