@@ -235,3 +235,34 @@ def test_row_keys_agree_on_futures(rules) -> None:
 def _accepts(t, words) -> bool:
     p = EarleyParser(t)
     return all(p.push(t.terminal_ids.get(x, -1)) for x in words) and p.is_accepting()
+
+
+BIG_NTS = ["S", "A", "B", "C", "D"]
+BIG_TERMS = ["a", "b", "c", "d"]
+big_rules = st.fixed_dictionaries(
+    {
+        n: st.lists(
+            st.lists(st.sampled_from(BIG_NTS + BIG_TERMS), max_size=4).map(" ".join),
+            min_size=1,
+            max_size=4,
+        )
+        for n in BIG_NTS
+    }
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None)
+@given(big_rules)
+def test_matches_brute_force_language_larger_grammars(rules) -> None:
+    oracle = language(rules, set(BIG_TERMS), 4)["S"]
+    try:
+        t = tables("S", rules, {x: x for x in BIG_TERMS})
+    except GrammarError:
+        assert not oracle
+        return
+    for w in strings(BIG_TERMS, 4):
+        for leo in (True, False):
+            p = EarleyParser(t, leo=leo)
+            ok = all(p.push(t.terminal_ids.get(x, -1)) for x in w)
+            assert (ok and p.is_accepting()) == (w in oracle), (rules, w, leo)
