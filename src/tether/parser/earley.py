@@ -6,7 +6,7 @@ builds the next row; ``pop(n)`` drops rows, which is how the mask engine walks b
 token trie. A row is split as in Aycock and Horspool (2002):
 
 * the *kernel*: items ``origin << pos_bits | p`` with ``origin`` before the row, made by
-  scanning and completing (plain ints in a set; no per-item objects);
+  scanning and completing (a tuple of ints; no per-item objects);
 * the *prediction*: every item the row predicts (origin = the row), which depends only on
   the set of nonterminals the kernel waits on, so it is shared through a cache in
   ``ParserTables`` (``Prediction``) rather than rebuilt per row.
@@ -22,9 +22,10 @@ item. Left recursion needs nothing special.
 
 Cost per ``push``: linear in the items of the new row (constant for LR(k) grammars, as
 with Leo), plus the completions it triggers. ``pop`` is a slice deletion. A row keeps the
-last row built from it, so pushing the same lexeme again
-after a pop reuses the row instead of recomputing it (a one-entry cache per row, as
-llguidance does: the trie walk often pops and pushes the same lexeme again).
+last row built from it, so pushing the same lexeme again after a pop reuses that row
+instead of recomputing it (llguidance does the same: a trie walk often pops and pushes
+the same lexeme again). Rows hold tuples and int-only dicts, which the cyclic garbage
+collector stops tracking, so long inputs do not make every collection slower.
 """
 
 from __future__ import annotations
