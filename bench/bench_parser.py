@@ -2,7 +2,9 @@
 
     PYTHONPATH=src python bench/bench_parser.py [--sizes 1000 10000 100000] [--repeat 3]
 
-For each grammar and input size (in lexemes) it times
+For each grammar (a right-recursive list, JSON as an IR grammar, and lark's example
+``json.lark`` from the shared data through the Lark front end) and input size (in
+lexemes) it times
 * ``EarleyParser.push`` over the lexeme sequence (terminal ids), and
 * ``ByteParser.feed`` over the same text (lexer + parser, byte by byte),
 and prints CPU seconds (``time.process_time``: the machine may be shared), microseconds
@@ -115,7 +117,31 @@ def json_input(n: int, seed: int = 0) -> list[tuple[str, str]]:
     return out
 
 
-def time_push(tables: ParserTables, ids: list[int], leo: bool = True) -> float:
+def shared_json_lark() -> Grammar | None:
+    """Lark's example JSON grammar from the shared test data, through the Lark front end
+    (None if either is missing)."""
+    path = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "grammars"
+    path = path / "lark" / "lark-parser" / "json.lark"
+    from_lark = getattr(Grammar, "from_lark", None)
+    if from_lark is None or not path.exists():
+        return None
+    return from_lark(path.read_text())  # type: ignore[no-any-return]
+
+
+def lexeme_ids(bp: ByteParser, lexemes: list[tuple[str, str]]) -> tuple[list[list[int]], bytes]:
+    """The input as the terminal-id sets ``push`` takes (found by lexing it once with
+    ``bp``, so any grammar for the same text works) and as bytes."""
+    text = "".join(x for _, x in lexemes).encode()
+    p = ByteParser(bp.tables, lexer=bp.lexer)
+    assert p.feed(text) and p.is_accepting(), p.error
+    ids = [list(ts) for _, _, ts, scanned in p.lexemes if scanned]
+    if len(p.data) > p.lexeme_start:  # the last lexeme, ended by the end of the text
+        allowed = p.parser.allowed_terminals()
+        ids.append([t for t in p.lexer.accepting(p.state) if t in allowed])
+    return ids, text
+
+
+def time_push(tables: ParserTables, ids: list[list[int]], leo: bool = True) -> float:
     p = EarleyParser(tables, leo=leo)
     t0 = time.process_time()
     for t in ids:
@@ -158,15 +184,17 @@ def main() -> None:
         ("right-recursive", right_recursive(), list_input),
         ("json", json_grammar(), json_input),
     ]
+    lark_json = shared_json_lark()
+    if lark_json is not None:
+        cases.append(("json.lark", lark_json, json_input))
     for name, grammar, make in cases:
         bp = ByteParser(grammar)
         tables = bp.tables
+        inputs = {n: lexeme_ids(bp, make(n)) for n in args.sizes}
         for mode in ("push", "bytes"):
             base = None
             for n in args.sizes:
-                lexemes = make(n)
-                ids = [tables.terminal_ids[t] for t, _ in lexemes if t != "WS"]
-                text = "".join(x for _, x in lexemes).encode()
+                ids, text = inputs[n]
                 reps = args.repeat if n < max(args.sizes) else 1
                 if mode == "push":
                     dt = min(time_push(tables, ids) for _ in range(reps))
@@ -181,7 +209,7 @@ def main() -> None:
         if name == "right-recursive":
             base = None
             for n in args.no_leo_sizes:
-                ids = [tables.terminal_ids[t] for t, _ in make(n)]
+                ids, _ = lexeme_ids(bp, make(n))
                 dt = time_push(tables, ids, leo=False)
                 per = dt / len(ids) * 1e6
                 base = base or per
