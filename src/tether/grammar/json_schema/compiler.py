@@ -443,8 +443,9 @@ class _Compiler:
                 types &= _type_set(s["type"], _ptr(p, "type"))
         if "number" in types:
             types.add("integer")
+        nots: dict = {}
         for s, p in flat:
-            types = self._apply_not(s, p, types)
+            types = self._apply_not(s, p, types, nots)
             self._check_keywords(s, p, types)
         values: list | None = None
         for s, p in flat:
@@ -471,7 +472,7 @@ class _Compiler:
             if rx is not None:
                 alts.append((self.term(("rx", rx) if isinstance(rx, str) else ("expr", rx), "num"),))
         if "string" in types:
-            spec = self._string(flat)
+            spec = self._string(flat, nots.get("strings", []))
             if spec is not None:
                 alts.append((self.term(spec, "str"),))
         if "array" in types:
@@ -479,12 +480,15 @@ class _Compiler:
             if a is not None:
                 alts.append((NT(a),))
         if "object" in types:
-            o = self._object(flat, depth)
+            o = self._object(flat, depth, nots.get("keys", set()))
             if o is not None:
                 alts.append((NT(o),))
         return alts
 
-    def _apply_not(self, s: dict, p: str, types: set[str]) -> set[str]:
+    def _apply_not(self, s: dict, p: str, types: set[str], nots: dict) -> set[str]:
+        """Apply ``not`` where it can be enforced exactly; record string/key exclusions in
+        ``nots`` (``"strings"``: string-body languages to exclude, ``"keys"``: property
+        names that must be absent)."""
         if "not" not in s:
             return types
         sub = s["not"]
@@ -494,10 +498,8 @@ class _Compiler:
             return types
         if not flat:  # not true / not {}: nothing is valid
             return set()
-        only_types = all(
-            set(k for k in ss if k not in ANNOTATIONS) <= {"type"} for ss, _ in flat
-        )
-        if only_types:
+        keys = [set(k for k in ss if k not in ANNOTATIONS) for ss, _ in flat]
+        if all(k <= {"type"} for k in keys):
             excluded = set(TYPES)
             for ss, pp in flat:
                 if "type" in ss:
@@ -508,8 +510,47 @@ class _Compiler:
             if "integer" in excluded and "number" in out:
                 self.unsupported("not", q, "excluding integers from numbers")
             return out
-        self.unsupported("not", q, "only 'not' of types can be enforced")
+        string_kw = {"type", "pattern", "format", "minLength", "maxLength", "enum", "const"}
+        if all(k <= string_kw for k in keys) and all(
+            ss.get("type", "string") == "string" and all(isinstance(v, str) for v in _values_of(ss))
+            for ss, _ in flat
+        ):
+            # strings matching all of these are excluded; other types are not touched
+            if any("format" in ss and ss["format"] not in fmt.FORMATS for ss, _ in flat):
+                self.unsupported("not", q, "of an unknown format")
+                return types
+            body = self._name_body(flat)
+            if body is None:  # not {type: string}
+                return types - {"string"}
+            if body is not False:
+                nots.setdefault("strings", []).append(body)
+            return types
+        required_only = self._required_names(flat)
+        if required_only is not None:
+            nots.setdefault("keys", set()).update(required_only)
+            return types
+        self.unsupported("not", q, "only 'not' of types, of string constraints or of 'required'")
         return types
+
+    def _required_names(self, flat: list[Member]) -> set[str] | None:
+        """Names N such that the conjunction means "some name of N is present" and nothing
+        else (``required`` of one name, or an ``anyOf`` of such), or None."""
+        names: set[str] = set()
+        for ss, _ in flat:
+            ks = set(k for k in ss if k not in ANNOTATIONS)
+            if ks == {"required"} and isinstance(ss["required"], list) and len(ss["required"]) == 1:
+                names.add(ss["required"][0])
+                continue
+            if ks == {"anyOf"} and len(flat) == 1:
+                for b in ss["anyOf"]:
+                    bf = self.flatten([(b, "#")])
+                    inner = self._required_names(bf) if bf else None
+                    if inner is None:
+                        return None
+                    names |= inner
+                continue
+            return None
+        return names if len(flat) == 1 or len(names) <= 1 else None
 
     def _check_keywords(self, s: dict, p: str, types: set[str]) -> None:
         if self.draft in ("draft6", "draft7") and "string" in types:
@@ -772,10 +813,15 @@ class _Compiler:
         regexes = list(dict.fromkeys(regexes))
         return regexes[0] if len(regexes) == 1 else ("and", *regexes)
 
-    def _string(self, flat: list[Member]) -> Spec | None:
+    def _string(self, flat: list[Member], excluded: list | None = None) -> Spec | None:
         body = self._string_body(flat)
         if body is False:
             return None
+        if excluded:
+            parts = [ANY_BODY if body is None else body, *(("not", e) for e in excluded)]
+            body = ("and", *parts)
+            if not self._body_nonempty(body):
+                return None
         if body is None:
             return ("rx", ANY_STRING)
         if isinstance(body, str):
@@ -862,7 +908,7 @@ class _Compiler:
 
     # ------------------------------------------------------------------ objects
 
-    def _object(self, flat: list[Member], depth: int) -> str | None:
+    def _object(self, flat: list[Member], depth: int, forbidden: set[str] | None = None) -> str | None:
         named: dict[str, list[Member]] = {}
         required: list[str] = []
         min_p, max_p = 0, None
@@ -903,14 +949,20 @@ class _Compiler:
                     if k in required:
                         return None
                     del named[k]
+        forbidden = forbidden or set()
+        if forbidden & set(required):
+            return None
         slots = []
         for k, conj in named.items():
+            if k in forbidden:
+                continue
             nt = self.node(conj, depth + 1)
             if nt is None and k in required:
                 return None
             if nt is not None:
                 slots.append((k, nt, k in required))
-        extras = self._extra_regions(flat, patterns, list(named), name_schemas, depth)
+        extras = self._extra_regions(flat, patterns, list(named) + sorted(forbidden - set(named)),
+                                     name_schemas, depth)
         if max_p is not None and min_p > max_p:
             return None
         if self.order == "any" and len(slots) <= 8:
@@ -1208,6 +1260,13 @@ class _Compiler:
 @functools.cache
 def _format_language(name: str) -> st.Node:
     return st.search_language(st.parse_pattern("^(?:" + fmt.FORMATS[name] + ")$"))
+
+
+def _values_of(s: dict) -> list:
+    out = list(s["enum"]) if isinstance(s.get("enum"), list) else []
+    if "const" in s:
+        out.append(s["const"])
+    return out
 
 
 def _wrap(body: str) -> str:
