@@ -114,3 +114,15 @@ def test_intersection_and_complement_languages() -> None:
 def test_to_string_is_readable() -> None:
     assert str(parse("a{2,5}b*")) == "a{2,5}b*"
     assert str(EMPTY) == "∅" and str(EPSILON) == "ε"
+
+
+def test_hide_erases_marker_bytes() -> None:
+    from tether.regex.ast import hide
+
+    marker = byte_set(0xFE)
+    annotated = concat(a, marker, b, marker, c)  # "a#b#c" with # hidden
+    erased = hide(annotated, 1 << 0xFE)
+    assert matches(erased, b"abc") and not matches(erased, b"ab") and not matches(erased, b"a\xfebc")
+    assert hide(EMPTY, 1) is EMPTY and hide(EPSILON, 1) is EPSILON
+    # a marker at the very end (after the last visible byte) is erased too
+    assert matches(hide(concat(a, marker), 1 << 0xFE), b"a")
