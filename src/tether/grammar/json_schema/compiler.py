@@ -469,7 +469,9 @@ class _Compiler:
             alts.append((self.term(("lit", "false")),))
         if "number" in types or "integer" in types:
             rx = self._number(flat, integer="number" not in types)
-            if rx is not None:
+            if isinstance(rx, tuple) and rx[0] == "mod":
+                alts.append((NT(self._multiples_rules(rx[1])),))
+            elif rx is not None:
                 alts.append((self.term(("rx", rx) if isinstance(rx, str) else ("expr", rx), "num"),))
         if "string" in types:
             spec = self._string(flat, nots.get("strings", []))
@@ -708,6 +710,8 @@ class _Compiler:
                 return None
             if step is not None and step > 1:
                 rx = num.multiples_regex(step, ilo, ihi)
+                if rx is None and ilo is None and ihi is None and step <= MAX_MODULUS:
+                    return ("mod", step)  # digit-by-digit rules (see _multiples_rules)
                 if rx is None:
                     self.unsupported("multipleOf", mults[0][1],
                                      f"multiples of {step} over this range cannot be enumerated")
@@ -720,6 +724,38 @@ class _Compiler:
             lo[0] if lo else None, lo[1] if lo else False, hi[0] if hi else None, hi[1] if hi else False
         )
         return None if rx == num.NEVER else rx
+
+    def _multiples_rules(self, m: int) -> str:
+        """Rules for canonical integers divisible by ``m``: the remainder automaton read
+        digit by digit (one-digit lexemes; used only where no regex is small enough)."""
+        key = ("mod", m)
+        if key in self.memo:
+            return self.memo[key]  # type: ignore[return-value]
+        name = self.memo[key] = self.fresh(f"mult{m}")
+        state = [self.fresh(f"mod{m}_r{r}") for r in range(m)]
+
+        def digits_to(r: int, first: bool) -> dict[int, list[int]]:
+            out: dict[int, list[int]] = {}
+            for d in range(1 if first else 0, 10):
+                out.setdefault((r * 10 + d) % m, []).append(d)
+            return out
+
+        def cls(ds: list[int]) -> T:
+            text = "".join(str(d) for d in ds)
+            return self.term(("rx", f"[{text}]" if len(ds) > 1 else text), "digit")
+
+        for r in range(m):
+            if r == 0:
+                self.rule(state[r])
+            for target, ds in sorted(digits_to(r, False).items()):
+                self.rule(state[r], cls(ds), NT(state[target]))
+        nonzero = self.fresh(f"mult{m}_nz")
+        for target, ds in sorted(digits_to(0, True).items()):
+            self.rule(nonzero, cls(ds), NT(state[target]))
+        self.rule(name, self.term(("lit", "0")))
+        self.rule(name, NT(nonzero))
+        self.rule(name, self.term(("lit", "-")), NT(nonzero))
+        return name
 
     def _fractional_multiple(self, mults: list[Fraction], pointer: str, lo, hi) -> str | tuple | None:  # type: ignore[no-untyped-def]
         m = mults[0]
@@ -1308,6 +1344,7 @@ def _disjoint(a: dict, b: dict) -> bool:
 
 
 MAX_ARRAY_STATES = 10_000
+MAX_MODULUS = 1000  # largest multipleOf read digit by digit
 ANY_BODY = st.render(st.Rep(st.ANY, 0, None))
 # unconstrained strings accept every JSON escape (\\/ and \\uXXXX too)
 ANY_STRING = '"(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})*"'
