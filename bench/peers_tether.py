@@ -58,19 +58,18 @@ def regex_grammar(pattern: str):  # type: ignore[no-untyped-def]
     return g
 
 
+JSON_OPTIONS = {"whitespace": "flexible", "property_order": "any"}
+
+
 def schema_grammar(source: str):  # type: ignore[no-untyped-def]
     import json
 
     schema = json.loads(source)
     from tether.grammar.ir import Grammar
 
-    if hasattr(Grammar, "from_json_schema"):
-        return Grammar.from_json_schema(schema)
-    try:
-        from tether.grammar.json_schema import compile_json_schema
-    except ImportError as e:
-        raise Unsupported(f"tether.grammar.json_schema not available: {e}") from e
-    return compile_json_schema(schema)
+    # the harness forces json.dumps(instance) text: ", " / ": " separators and the
+    # instance's own property order, as llguidance's defaults (flexible whitespace) allow
+    return Grammar.from_json_schema(schema, **JSON_OPTIONS)
 
 
 class _TetherMatcher(Matcher):
@@ -123,7 +122,8 @@ class TetherAdapter(EngineAdapter):
         return f"0.1.0+{rev}"
 
     def settings(self) -> str:
-        return "tether.engine.compile(grammar, Vocabulary.from_bytes(shared vocab)); slices on; mask cache on"
+        return ("tether.engine.compile(grammar, Vocabulary.from_bytes(shared vocab)); slices on; "
+                f"mask cache on; JSON Schema options {JSON_OPTIONS}")
 
     def compile(self, spec: GrammarSpec) -> Matcher:
         if spec.kind == "json_schema":

@@ -110,13 +110,104 @@ def _greedy_tokenize(trie: Any, data: bytes) -> list[int] | None:
 
 
 def shortest_completion(m: Matcher, max_states: int = 20000) -> bytes:
-    """A shortest byte string after which ``m`` is accepting (breadth-first search).
+    """A short byte string after which ``m`` is accepting.
+
+    First at the lexeme level: finish the current lexeme by the shortest way, then a
+    cheapest sequence of terminals to acceptance (Dijkstra over parser states, each
+    terminal costing the length of its shortest example); the result is checked on a
+    copy of ``m`` (greedy lexing could join two examples). If that fails, a breadth-first
+    search over bytes (exactly shortest, but slow on large grammars).
 
     Raises:
-        ConstraintError: no completion within ``max_states`` explored states.
+        ConstraintError: no completion found (``max_states`` explored states).
     """
     if m._eos or m._accepting_now():
         return b""
+    tail = _lexeme_level(m)
+    if tail is not None:
+        w = m.copy()
+        if w.consume_bytes(tail) and w.is_accepting():
+            return tail
+    return _byte_bfs(m, max_states)
+
+
+def _examples(cc: Any) -> dict[int, bytes | None]:
+    ex = getattr(cc, "_examples", None)
+    if ex is None:
+        ex = cc._examples = {}
+    return ex  # type: ignore[no-any-return]
+
+
+def _example(cc: Any, t: int) -> bytes | None:
+    ex = _examples(cc)
+    if t not in ex:
+        from tether.parser.terminals import lexeme_node
+        from tether.regex import example
+
+        ex[t] = example(lexeme_node(cc.tables.terminals[t]))
+    return ex[t]
+
+
+def _lexeme_level(m: Matcher, max_lex_states: int = 2000, max_parser_states: int = 3000
+                  ) -> bytes | None:
+    import heapq
+
+    cc = m.cc
+    st = cc.steps
+    starts: list[tuple[bytes, Any]] = []
+    if m._start:
+        starts.append((b"", m._parser.copy()))
+    else:  # shortest ways to end the current lexeme (inside the lexer DFA)
+        seen = {m._ls}
+        keys: set[Any] = set()
+        q = deque([(m._ls, b"")])
+        while q and len(seen) < max_lex_states and len(starts) < 8:
+            ls, w = q.popleft()
+            a = st.accid_of(ls)
+            if a >= 0:  # the lexeme may end here: keep one way per parser outcome
+                p = m._parser.copy()
+                if st.push_lexeme(p, a) and p.row_key() not in keys:
+                    keys.add(p.row_key())
+                    starts.append((w, p))
+            row = st.table[ls]
+            if (row == UNKNOWN).any():
+                st.fill_row(ls)
+                row = st.table[ls]
+            for b in _ORDER:
+                s = int(row[b])
+                if s >= 0 and s not in seen:
+                    seen.add(s)
+                    q.append((s, w + bytes([b])))
+    heap: list[tuple[int, int, bytes, Any]] = []
+    k = 0
+    for w, p in starts:
+        heap.append((len(w), k, w, p))
+        k += 1
+    heapq.heapify(heap)
+    best: dict[Any, int] = {}
+    ignore = st.ignore
+    while heap and len(best) < max_parser_states:
+        cost, _, w, p = heapq.heappop(heap)
+        if p.is_accepting():
+            return w
+        key = p.row_key()
+        if best.get(key, cost + 1) <= cost:
+            continue
+        best[key] = cost
+        for t in sorted(p.allowed_terminals()):
+            if t in ignore:
+                continue
+            ex = _example(cc, t)
+            if ex is None:
+                continue
+            p2 = p.copy()
+            if p2.push([t]):
+                k += 1
+                heapq.heappush(heap, (cost + len(ex), k, w + ex, p2))
+    return None
+
+
+def _byte_bfs(m: Matcher, max_states: int) -> bytes:
     cc = m.cc
     st = cc.steps
     start = (m._ls, m._node, m._start)

@@ -56,6 +56,11 @@ for _ranges in _UTF8:
     _UTF8_MOVES.append((_bs.astype(np.intp), _ns.astype(np.intp)))
 
 
+_NEED = [sum(1 << int(b) for b in bs) for bs, _ in _UTF8_MOVES]
+_ASCII_TEXT = np.asarray([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], np.intp)
+_ASCII_NEED = sum(1 << int(b) for b in _ASCII_TEXT)
+
+
 def is_text_prefix(data: bytes) -> bool:
     """True if ``data`` is whole text characters, possibly ending in a cut-off one."""
     if not data:
@@ -183,7 +188,7 @@ def vocab_index(vocab: Vocabulary, buckets: tuple[int, ...] = DEFAULT_BUCKETS) -
 
 
 def containment_depth(table_of, fill_row, state: int, limit: int, ends=None,  # type: ignore[no-untyped-def]
-                      budget: int = 256) -> int:
+                      budget: int = 96) -> int:
     """Largest ``k <= limit`` such that every text string of ``<= k`` bytes keeps the
     lexer alive from ``state`` (``INF`` if no text string ever kills it).
 
@@ -193,6 +198,14 @@ def containment_depth(table_of, fill_row, state: int, limit: int, ends=None,  # 
     Breadth-first over (lexer state, UTF-8 state); after ``budget`` pairs it stops and
     returns the depth verified so far (a counted string, ``{0,N}``, has N levels).
     """
+    # quick reject: an ASCII text byte that kills the lexeme (most states outside strings)
+    row = table_of()[state]
+    vals = row[_ASCII_TEXT]
+    if (vals == -2).any():
+        fill_row(state, _ASCII_NEED)
+        vals = table_of()[state][_ASCII_TEXT]
+    if (vals < 0).any():
+        return 0
     seen = {(state, _B)}
     frontier = [(state, _B)]
     depth = 0
@@ -207,7 +220,7 @@ def containment_depth(table_of, fill_row, state: int, limit: int, ends=None,  # 
             row = table_of()[ls]
             vals = row[bs]
             if (vals == -2).any():
-                fill_row(ls)
+                fill_row(ls, _NEED[us])
                 vals = table_of()[ls][bs]
             if (vals < 0).any():
                 return depth

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.engine.rows import fill_row as _fill_row
+from tether.engine.rows import RowFiller
 
 DEAD = -1
 UNKNOWN = -2
@@ -58,6 +58,7 @@ class StepTables:
                  lazy_terminals: frozenset[int] = frozenset()) -> None:
         self.lexer = lexer
         self.dfa = _dfa_of(lexer)
+        self.rows = RowFiller(self.dfa)
         self.ignore = ignore
         self.lazy = lazy_terminals
         self.accid = np.full(64, UNKNOWN, np.int32)
@@ -108,15 +109,16 @@ class StepTables:
         self._ensure_accid(state)
         return bool(self.lazyf[state] == 1)
 
-    def fill_row(self, state: int) -> None:
-        """Make lexer row ``state`` known (``rows.fill_row``)."""
-        _fill_row(self.dfa, state)
+    def fill_row(self, state: int, need: int | None = None) -> None:
+        """Make the transitions of lexer state ``state`` known for the bytes in ``need``
+        (a 256-bit int; None: the whole row)."""
+        self.rows.fill(state, need)
 
     def lex_step(self, state: int, b: int) -> int:
-        """Lexer transition, filling the row if unknown."""
+        """Lexer transition, filling its byte class if unknown."""
         s = int(self.dfa.table[state, b])
         if s == UNKNOWN:
-            _fill_row(self.dfa, state)
+            self.rows.fill(state, 1 << b)
             s = int(self.dfa.table[state, b])
         return s
 
