@@ -26,7 +26,7 @@ from tether.errors import RegexError
 from tether.regex import Node, matches, parse, random_member, search
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "property"))
-from regex_strategies import invalid_utf8, patterns, texts  # noqa: E402
+from regex_strategies import ecma_patterns, invalid_utf8, patterns, texts  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "../shared/data"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared test data not found at {DATA}")
@@ -131,6 +131,8 @@ def check_against_re(pattern: str, flavor: str, oracle: re.Pattern[str], extra: 
 
 # --- ECMA-262 → Python translation (for the oracle) -------------------------------------
 
+_ECMA_WORD = "A-Za-z0-9_"
+_ECMA_BOUNDARY = f"(?:(?<=[{_ECMA_WORD}])(?![{_ECMA_WORD}])|(?<![{_ECMA_WORD}])(?=[{_ECMA_WORD}]))"
 _ECMA_SPACE = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 
 
@@ -165,6 +167,8 @@ def ecma_to_python(p: str) -> str | None:
                 return None
             elif e == "0":
                 out.append("\\x00")
+            elif e in "bB" and not in_class:  # ASCII word boundary; \B also on ""
+                out.append(_ECMA_BOUNDARY if e == "b" else f"(?!{_ECMA_BOUNDARY})")
             else:
                 out.append("\\" + e)
             continue
@@ -327,3 +331,23 @@ def test_random_patterns_agree_with_re(p: str, ts: list[str], bad: bytes) -> Non
 @given(patterns(), st.lists(texts, max_size=8), invalid_utf8)
 def test_random_patterns_agree_with_re_long(p: str, ts: list[str], bad: bytes) -> None:
     _random_pattern_check(p, ts, bad)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(ecma_patterns(), st.lists(texts, max_size=6))
+def test_random_ecma_patterns_agree_with_translated_re(p: str, ts: list[str]) -> None:
+    translated = ecma_to_python(p)
+    oracle = None if translated is None else _compile_re(translated)
+    if oracle is None:
+        return  # no simple Python spelling (e.g. \\S inside a class)
+    full, found = parse(p, flavor="ecma"), search(p, flavor="ecma")
+    rng = random.Random(p)
+    ts = list(ts)
+    for node in (full, found):
+        for _ in range(4):
+            m = random_member(node, rng, max_len=10)
+            if m is not None:
+                ts.append(m.decode())
+    for s in ts:
+        assert matches(full, s) == (oracle.fullmatch(s) is not None), (p, translated, s, "fullmatch")
+        assert matches(found, s) == (oracle.search(s) is not None), (p, translated, s, "search")

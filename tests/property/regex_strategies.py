@@ -112,6 +112,15 @@ def patterns(draw: st.DrawFn, anchors: bool = True, flags: bool = True) -> str:
     return prefix + body
 
 
+def _to_ecma(p: str) -> str:
+    return p.replace("\\A", "^").replace("\\Z", "$").replace("(?P<", "(?<")
+
+
+def ecma_patterns() -> st.SearchStrategy[str]:
+    """Patterns in the ECMA-262 subset of the same trees (no inline flags, ^ $ anchors)."""
+    return patterns(flags=False).map(_to_ecma)
+
+
 texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=8)
 
 invalid_utf8 = st.sampled_from(
