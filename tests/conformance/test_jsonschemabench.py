@@ -7,8 +7,8 @@ and every ``invalid`` one rejected where the grammar claims exactness (no warnin
 
 The default run takes a deterministic sample (every 6th schema); the whole set is ``slow``.
 ``python tests/conformance/test_jsonschemabench.py [--peers]`` prints the per-category
-table (with llguidance's numbers on the same instances when ``--peers`` and llguidance
-is installed).
+table (with llguidance's and xgrammar's numbers on the same re-serialised instances when
+``--peers`` and they are installed; both in compact JSON, spec ``additionalProperties``).
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ def check_schema(rec: dict) -> dict:
                 out["valid_bad"].append(i)
         elif out["warnings"]:
             out["invalid_unclaimed"] += 1
+            out["invalid_unclaimed_rejected"] = out.get("invalid_unclaimed_rejected", 0) + (not ok)
         elif not ok:
             out["invalid_ok"] += 1
         else:
@@ -143,9 +144,36 @@ def _llguidance_checker():  # type: ignore[no-untyped-def]
     return compile_, accepts_
 
 
+def _xgrammar_checker():  # type: ignore[no-untyped-def]
+    import xgrammar
+    from xgrammar.testing import _is_grammar_accept_string
+
+    def compile_(schema):  # type: ignore[no-untyped-def]
+        try:  # spec semantics (strict_mode=False keeps additionalProperties allowed by default)
+            return xgrammar.Grammar.from_json_schema(
+                json.dumps(schema), any_whitespace=False, separators=(",", ":"), strict_mode=False
+            )
+        except Exception:  # noqa: BLE001 - any failure counts as "does not compile"
+            return None
+
+    def accepts_(grm, text: bytes) -> bool:  # type: ignore[no-untyped-def]
+        try:
+            return bool(_is_grammar_accept_string(grm, text.decode("utf-8")))
+        except Exception:  # noqa: BLE001
+            return False
+
+    return compile_, accepts_
+
+
 def table(peers: bool = False) -> str:
     cats: dict[str, dict] = defaultdict(lambda: defaultdict(int))
-    llg = _llguidance_checker() if peers else None
+    others = {}
+    if peers:
+        for name, make in (("llg", _llguidance_checker), ("xgr", _xgrammar_checker)):
+            try:
+                others[name] = make()
+            except ImportError:
+                pass
     t0 = time.time()
     for item in items():
         rec = load(item)
@@ -158,18 +186,20 @@ def table(peers: bool = False) -> str:
             c["valid_ok"] += res["valid_ok"]
             c["invalid_claimed"] += res["invalid_ok"] + len(res["invalid_bad"])
             c["invalid_rejected"] += res["invalid_ok"]
-        if llg is not None:
-            grm = llg[0](rec["schema"])
+            c["invalid_all"] += res["invalid_ok"] + len(res["invalid_bad"]) + res["invalid_unclaimed"]
+            c["invalid_all_rejected"] += res["invalid_ok"] + res.get("invalid_unclaimed_rejected", 0)
+        for name, (comp, acc) in others.items():
+            grm = comp(rec["schema"])
             if grm is None:
                 continue
-            c["llg_compiled"] += 1
+            c[f"{name}_compiled"] += 1
             for t in rec["tests"]:
-                ok = llg[1](grm, dumps_for(rec["schema"], t["data"]).encode("utf-8"))
-                key = "llg_valid" if t["valid"] else "llg_invalid"
+                ok = acc(grm, dumps_for(rec["schema"], t["data"]).encode("utf-8"))
+                key = f"{name}_valid" if t["valid"] else f"{name}_invalid"
                 c[key + "_total"] += 1
                 c[key + "_ok"] += ok == t["valid"]
     head = (f"{'category':16s} {'n':>3s} {'strict':>6s} {'lenient':>7s} {'valid acc':>11s} "
-            f"{'invalid rej':>11s}" + ("  llg: compiled valid-acc invalid-rej" if peers else ""))
+            f"{'invalid rej':>11s} {'(all inv.)':>11s}" + "".join(f"  {n}: compiled valid-acc invalid-rej" for n in others))
     lines = [head]
     tot: dict[str, int] = defaultdict(int)
     for cat in sorted(cats) + ["TOTAL"]:
@@ -178,10 +208,11 @@ def table(peers: bool = False) -> str:
             for k, v in c.items():
                 tot[k] += v
         line = (f"{cat:16s} {c['schemas']:3d} {c['ok']:6d} {c['ok'] + c['lenient']:7d} "
-                f"{c['valid_ok']:5d}/{c['valid_total']:<5d} {c['invalid_rejected']:5d}/{c['invalid_claimed']:<5d}")
-        if peers:
-            line += (f"  {c['llg_compiled']:8d} {c['llg_valid_ok']:5d}/{c['llg_valid_total']:<5d} "
-                     f"{c['llg_invalid_ok']:5d}/{c['llg_invalid_total']:<5d}")
+                f"{c['valid_ok']:5d}/{c['valid_total']:<5d} {c['invalid_rejected']:5d}/{c['invalid_claimed']:<5d} "
+                f"{c['invalid_all_rejected']:5d}/{c['invalid_all']:<5d}")
+        for n in others:
+            line += (f"  {c[n + '_compiled']:13d} {c[n + '_valid_ok']:5d}/{c[n + '_valid_total']:<5d} "
+                     f"{c[n + '_invalid_ok']:5d}/{c[n + '_invalid_total']:<5d}")
         lines.append(line)
     lines.append(f"({time.time() - t0:.0f} s)")
     return "\n".join(lines)
