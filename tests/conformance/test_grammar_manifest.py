@@ -1,7 +1,8 @@
 """Conformance of the grammar front ends + ByteParser with shared/data/grammars/manifest.json.
 
-For every grammar the front ends can load: every valid sample is accepted and each of its
-proper prefixes is viable (checked byte by byte); an invalid sample of kind
+For every grammar the front ends can load: every valid sample is accepted, each of its
+proper prefixes is viable (checked byte by byte) and its parse tree has the lexemes as
+leaves; an invalid sample of kind
 ``viable_prefix`` is viable but not accepted; one of kind ``dead`` is not viable.
 Expected results are the manifest's, i.e. its reference engine's (llama.cpp for GBNF,
 lark for Lark grammars; see ``known_engine_divergences`` there). Grammars that cannot be
@@ -110,6 +111,11 @@ def test_valid_sample_and_its_prefixes(file: str, i: int) -> None:
     for k, b in enumerate(data):
         assert p.feed(bytes([b])), f"prefix of {k + 1} bytes not viable: {p.error}"
     assert p.is_accepting(), f"{text[:80]!r} is viable but not accepted"
+    # the parse tree's leaves are the scanned lexemes, in order
+    leaves = [(x.start, x.end) for x in p.parse_tree().iter_lexemes()]
+    assert leaves == sorted(set(leaves))
+    assert {(a, b) for a, b, _, scanned in p.lexemes if scanned} <= set(leaves)
+    assert all(leaf[1] <= len(data) for leaf in leaves)
 
 
 @pytest.mark.parametrize("file, i", INVALID)
