@@ -229,6 +229,25 @@ def test_flexible_layout_is_bounded() -> None:
     assert not ok(g, '{"name":"Al"     }')
 
 
+def test_flexible_layout_composite_enum() -> None:
+    g = compile_json_schema({"enum": [{"x": [1, 2]}, []]}, whitespace="flexible")
+    assert ok(g, '{ "x" : [1, 2] }') and ok(g, '{"x":[1,2]}') and ok(g, "[ ]")
+    assert not ok(g, '{"x":[2,1]}')
+
+
+def test_layouts_accept_what_dumps_for_writes() -> None:
+    from tether.grammar.json_schema import dumps_for
+
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object"}},
+                                               "e": {"enum": [{"x": [1, 2]}, "s"]}}, "required": ["a"]}
+    value = {"extra": [1, "two", {"q": None}], "e": {"x": [1, 2]}, "a": [{"k": {"z": [1, {}]}}, {}]}
+    for ws in ("compact", "pretty", "flexible"):
+        g = compile_json_schema(schema, whitespace=ws)
+        assert ok(g, dumps_for(schema, value, whitespace=ws)), ws
+    flexible = compile_json_schema(schema, whitespace="flexible")
+    assert ok(flexible, json.dumps(dict(sorted(value.items())), indent=1))
+
+
 def test_property_order_any() -> None:
     g = compile_json_schema(PERSON, property_order="any")
     assert ok(g, '{"age":1,"name":"Al"}')

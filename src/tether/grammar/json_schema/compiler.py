@@ -593,11 +593,11 @@ class _Compiler:
         alts = []
         seen = set()
         for v in keep:
-            text = self.layout.dumps(v, depth)
-            if text in seen:
+            spec = self.layout.value_spec(v, depth)
+            if spec in seen:
                 continue
-            seen.add(text)
-            alts.append((self.term(("lit", text), "lit"),))
+            seen.add(spec)
+            alts.append((self.term(spec, "lit"),))
         return alts
 
     def _validator(self, flat: list[Member], types: set[str] | None = None) -> Callable[[Any], bool] | None:

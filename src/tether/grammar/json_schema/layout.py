@@ -95,6 +95,24 @@ class Layout:
             return ("lit", "\n" + " " * (self.indent * depth) + "]")
         return ("lit", "]")
 
+    def value_spec(self, value: Any, depth: int = 0) -> Spec:
+        """The lexeme for a literal value (enum/const); whitespace-flexible if the layout is."""
+        if self.whitespace != "flexible" or not isinstance(value, (list, tuple, dict)):
+            return ("lit", self.dumps(value, depth))
+        ws = self._ws()
+
+        def rx(v: Any) -> str:
+            if not v and isinstance(v, (list, tuple, dict)):
+                return f"\\[{ws}\\]" if isinstance(v, (list, tuple)) else f"\\{{{ws}\\}}"
+            if isinstance(v, (list, tuple)):
+                return f"\\[{ws}" + f"{ws},{ws}".join(rx(x) for x in v) + f"{ws}\\]"
+            if isinstance(v, dict):
+                items = (re.escape(dumps_str(str(k))) + f"{ws}:{ws}" + rx(x) for k, x in v.items())
+                return f"\\{{{ws}" + f"{ws},{ws}".join(items) + f"{ws}\\}}"
+            return re.escape(dumps(v))
+
+        return ("rx", rx(value))
+
     def dumps(self, value: Any, depth: int = 0) -> str:
         """``value`` as the text this layout writes (flexible writes it compact)."""
         return dumps(value, whitespace=self.whitespace, indent=self.indent, depth=depth)
