@@ -222,11 +222,13 @@ def containment_depth(table_of, fill_row, state: int, limit: int, ends=None,  # 
             if (vals == -2).any():
                 fill_row(ls, _NEED[us])
                 vals = table_of()[ls][bs]
-            if (vals < 0).any():
+            if vals.min() < 0:
                 return depth
-            if ends is not None and any(ends(v) for v in set(vals.tolist())):
+            keys = np.unique(vals.astype(np.int64) * 8 + ns)
+            if ends is not None and any(ends(int(v) >> 3) for v in keys):
                 return depth
-            for pair in set(zip(vals.tolist(), ns.tolist(), strict=True)):
+            for key in keys.tolist():
+                pair = (key >> 3, key & 7)
                 if pair not in seen:
                     seen.add(pair)
                     nxt.append(pair)
