@@ -174,8 +174,8 @@ class EarleyParser:
                 frozenset((p, top, dep._key) for p, top, dep in self._contexts(r)),
             )
             k = interned.get(content)
-            if k is None:
-                k = interned[content] = len(interned)
+            if k is None:  # (setdefault + a counter: threads sharing the tables agree)
+                k = interned.setdefault(content, next(self.tables.row_key_ids))
             r._key = k
         return row._key
 

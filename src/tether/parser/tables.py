@@ -16,11 +16,13 @@ the start are dropped here, so that every item the parser creates can still comp
 
 Cost: linear in the size of the grammar, plus the prediction closures
 (``O(nonterminals²)`` at worst). Tables are immutable and shared by every parser of a
-grammar; the per-prediction-set cache (``prediction``) grows as parsers meet new sets.
+grammar; the per-prediction-set cache (``prediction``) and the interned row keys grow as
+parsers meet new sets (both safe to share between threads under the GIL).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -151,10 +153,12 @@ class ParserTables:
                         seen.add(b)
                         todo.append(b)
             self.pred_closure[a] = frozenset(seen)
+        self._prediction_ids = itertools.count()
         self._predictions: dict[frozenset[int], Prediction] = {}
         self._by_nts: dict[frozenset[int], Prediction] = {}
         self.empty_prediction = self.prediction(frozenset())
         self.row_keys: dict[object, int] = {}  # interned row contents (EarleyParser.row_key)
+        self.row_key_ids = itertools.count()
 
     @classmethod
     def from_grammar(
@@ -217,9 +221,10 @@ class ParserTables:
                 {k: tuple(v) for k, v in wait.items()},
                 frozenset(scan),
                 frozenset(positions),
-                len(self._by_nts),
+                next(self._prediction_ids),
             )
-            self._by_nts[nts] = pred
+            # setdefault and a counter keep keys distinct when threads share the tables
+            pred = self._by_nts.setdefault(nts, pred)
         self._predictions[seeds] = pred
         return pred
 
