@@ -249,3 +249,20 @@ def test_utf8_terminals_byte_by_byte() -> None:
         assert q.feed(bytes([b])), k
         assert q.is_accepting() == (k + 1 in (2, 5, 9))  # only at character boundaries
     assert not is_viable_prefix(p, b"\xc3\xc3")  # not UTF-8
+
+
+def test_lexer_lazy_set_includes_stop_terminals() -> None:
+    p = one(
+        ["G", "L", "W"],
+        Terminal("G", regex="[a-z]*", stop=";"),
+        Terminal("L", regex="[0-9]+x", lazy=True),
+        Terminal("W", regex="[a-z]+"),
+    )
+    ids = p.tables.terminal_ids
+    assert p.lexer.lazy == {ids["G"], ids["L"]}
+    s = p.lexer.start_state([ids["L"]])
+    for b in b"12x":
+        assert not p.lexer.ends_now(s)
+        s = p.lexer.step(s, b)
+    assert p.lexer.ends_now(s)
+    assert accepts(p, "ab;12xcd") and not is_viable_prefix(p, "ab;12xx")
