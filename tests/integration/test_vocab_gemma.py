@@ -12,6 +12,7 @@ import ctypes
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.model
@@ -117,3 +118,14 @@ def test_gemma_trie_shape(model: LlamaCppModel) -> None:
     assert 500_000 < trie.n_nodes < 700_000
     for i in (818, 5279, 563, 108):  # "The", " capital", " is", "\n\n"
         assert i in trie.tokens_at(trie.find(model.vocabulary.tokens[i]))
+    rng = np.random.default_rng(0)
+    vocab = model.vocabulary
+    for i in rng.integers(0, vocab.size, 3000).tolist():
+        if vocab.tokens[i] and i not in vocab.special_ids:
+            node = trie.find(vocab.tokens[i])
+            assert i in trie.tokens_at(node) and trie.depth[node] == len(vocab.tokens[i])
+    for p in rng.integers(1, trie.n_nodes, 2000).tolist():  # end = next node not below p
+        q = p + 1
+        while q < trie.n_nodes and trie.depth[q] > trie.depth[p]:
+            q += 1
+        assert trie.end[p] == q

@@ -9,13 +9,14 @@
 
 The walk kernel (``tether.tokens.walk``) reads these arrays: a dead node skips its whole
 subtree with ``p = end[p]``. Building the Gemma 3 vocabulary (262,144 tokens, about
-590k nodes) takes about 0.3 s.
+590k nodes) takes about 0.2 s on an idle core.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 from numpy.typing import NDArray
@@ -110,21 +111,27 @@ def build_trie(
     """
     size = len(tokens)
     dup_next = np.full(size, -1, np.int32)
-    ids_list = [i for i, t in enumerate(tokens) if t and i not in special_ids]
-    if not ids_list:
+    lens_all = np.fromiter(map(len, tokens), np.int64, size)
+    keep = lens_all > 0
+    if special_ids:
+        keep[np.fromiter(special_ids, np.int64, len(special_ids))] = False
+    ids = np.flatnonzero(keep)
+    if not len(ids):
         root = np.zeros(1, np.int32)
         return TokenTrie(np.zeros(1, np.uint8), np.full(1, -1, np.int32), dup_next,
                          np.ones(1, np.int32), root, 0, 1, size, fingerprint)
-    ids = np.asarray(ids_list, np.int64)
-    strs = [tokens[i] for i in ids_list]
-    lens = np.fromiter((len(s) for s in strs), np.int64, len(strs))
+    strs = [tokens[int(ids[0])]] if len(ids) == 1 else list(itemgetter(*ids.tolist())(tokens))
+    lens = lens_all[ids]
     max_len = int(lens.max())
-    # Zero-padded fixed-width rows. numpy's "S" dtype drops trailing NUL bytes, so the
-    # true lengths break ties: padded order, then length, then id, is byte order.
-    padded = np.array(strs, dtype=f"S{max_len}")
-    order = np.lexsort((ids, lens, padded))
+    width = (max_len + 7) // 8 * 8
+    # Zero-padded fixed-width rows, sorted as big-endian 64-bit columns (much faster than
+    # sorting byte strings). Padding hides trailing NUL bytes, so the true length breaks
+    # ties; the sort is stable, so equal tokens stay in ascending id order.
+    padded = np.array(strs, dtype=f"S{width}")
+    words = padded.view(np.uint8).reshape(len(ids), width).view(">u8")
+    order = np.lexsort((lens, *(words[:, k] for k in range(words.shape[1] - 1, -1, -1))))
     ids, lens = ids[order], lens[order]
-    rows = padded[order].view(np.uint8).reshape(len(ids), max_len)
+    rows = padded[order].view(np.uint8).reshape(len(ids), width)[:, :max_len]
     n = len(ids)
 
     lcp = np.zeros(n, np.int64)
@@ -155,7 +162,8 @@ def build_trie(
     # end of node (token i, depth d) = start of the first later token j with lcp[j] < d
     end = np.empty(total + 1, np.int32)
     end[0] = total + 1
-    by_depth = np.argsort(depth_body, kind="stable")
+    small = np.int16 if max_len < 2**15 else np.int64  # int16: numpy radix-sorts it
+    by_depth = np.argsort(depth_body.astype(small), kind="stable")
     bounds = np.searchsorted(depth_body[by_depth], np.arange(1, max_len + 2))
     for d in range(1, max_len + 1):
         nodes = by_depth[bounds[d - 1] : bounds[d]]
