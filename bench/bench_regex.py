@@ -140,7 +140,7 @@ def bench_walks(repeat: int) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=60)
     ap.add_argument("--no-walk", action="store_true")
     args = ap.parse_args()
     import numpy as np
