@@ -62,6 +62,11 @@ class Node:
     def __repr__(self) -> str:
         return f"Node({to_string(self)})"
 
+    def __reduce__(self) -> tuple:  # type: ignore[type-arg]
+        # rebuilt through the smart constructors, so an unpickled (or deep-copied) node is
+        # the interned node of this process
+        return (_rebuild, (self.kind, self.args))
+
     def __str__(self) -> str:
         return to_string(self)
 
@@ -330,6 +335,28 @@ def hide(node: Node, mask: int) -> Node:
     if inner is EMPTY:
         return EMPTY
     return _intern(K_HIDE, (inner, mask), inner.nullable, F_BOOLEAN | inner.flags)
+
+
+def _rebuild(kind: int, args: tuple) -> Node:  # type: ignore[type-arg]
+    if kind == K_EMPTY:
+        return EMPTY
+    if kind == K_EPS:
+        return EPSILON
+    if kind == K_BYTES:
+        return _bytes(args[0])
+    if kind == K_CONCAT:
+        return concat(*args)
+    if kind == K_ALT:
+        return alt(*args)
+    if kind == K_STAR:
+        return star(args[0])
+    if kind == K_REPEAT:
+        return repeat(*args)
+    if kind == K_AND:
+        return intersect(*args)
+    if kind == K_NOT:
+        return complement(args[0])
+    return hide(*args)
 
 
 def nullable(node: Node) -> bool:

@@ -126,3 +126,12 @@ def test_hide_erases_marker_bytes() -> None:
     assert hide(EMPTY, 1) is EMPTY and hide(EPSILON, 1) is EPSILON
     # a marker at the very end (after the last visible byte) is erased too
     assert matches(hide(concat(a, marker), 1 << 0xFE), b"a")
+
+
+def test_pickle_and_deepcopy_keep_interning() -> None:
+    import copy
+    import pickle
+
+    n = parse(r"(?=\w)[a-z]+\b|x{2,5}")
+    assert pickle.loads(pickle.dumps(n)) is n
+    assert copy.deepcopy(n) is n
