@@ -41,12 +41,17 @@ class Node:
         uid: a unique, stable small integer (ordering key for ACI normal forms).
     """
 
-    __slots__ = ("kind", "args", "nullable", "uid", "_deriv", "_firsts", "_hash", "flags")
+    __slots__ = (
+        "kind", "args", "nullable", "uid", "_deriv", "_firsts", "_first_bytes", "_buckets",
+        "_hash", "flags",
+    )
 
     def __init__(self, kind: int, args: tuple, nullable: bool, uid: int, flags: int) -> None:  # type: ignore[type-arg]
         self.kind, self.args, self.nullable, self.uid = kind, args, nullable, uid
         self._deriv: dict[int, Node] = {}
         self._firsts: tuple[int, ...] | None = None
+        self._first_bytes = -1  # mask of bytes that can start a string (-1: not computed)
+        self._buckets: list[tuple[int, list[Node]]] | None = None  # big alternations
         self._hash = hash((kind, uid))
         self.flags = flags  # bit 0: contains AND/NOT (language may be empty though not ∅)
 
@@ -384,7 +389,15 @@ def _derive(node: Node, b: int) -> Node:
             return alt(d, derivative(rest, b))
         return d
     if k == K_ALT:
-        return alt(*[derivative(m, b) for m in node.args])
+        if len(node.args) <= 16:
+            return alt(*[derivative(m, b) for m in node.args if first_bytes(m) >> b & 1])
+        buckets = node._buckets
+        if buckets is None:  # members grouped by first bytes: visit only those that may live
+            groups: dict[int, list[Node]] = {}
+            for m in node.args:
+                groups.setdefault(first_bytes(m), []).append(m)
+            buckets = node._buckets = list(groups.items())
+        return alt(*[derivative(m, b) for mask, ms in buckets if mask >> b & 1 for m in ms])
     if k == K_STAR:
         return concat(derivative(node.args[0], b), node)
     if k == K_REPEAT:
@@ -425,6 +438,20 @@ def firsts(node: Node) -> tuple[int, ...]:
             acc.add(node.args[1])
         f = tuple(sorted(acc))
         node._firsts = f
+    return f
+
+
+def first_bytes(node: Node) -> int:
+    """Mask of bytes whose derivative may be non-∅ (all bytes for boolean nodes)."""
+    f = node._first_bytes
+    if f < 0:
+        if node.flags & F_BOOLEAN:
+            f = ALL_BYTES_MASK
+        else:
+            f = 0
+            for m in firsts(node):
+                f |= m
+        node._first_bytes = f
     return f
 
 
