@@ -51,15 +51,24 @@ class TransformersModel:
         dtype: torch dtype name; default float32 on CPU, bfloat16 on CUDA.
         selective_threshold: allowed-set size up to which selective logits are used;
             None measures it (`calibrate_selective`), 0 turns them off.
+        n_threads: torch CPU threads (process-wide); default as for llama.cpp.
     """
 
     def __init__(self, path: str | Path, *, gguf_file: str | None = None, device: str | None = None,
                  dtype: str | None = None, selective_threshold: int | None = None,
-                 model: Any = None, tokenizer: Any = None, tokenize_with: Any = None) -> None:
+                 model: Any = None, tokenizer: Any = None, tokenize_with: Any = None,
+                 n_threads: int | None = None) -> None:
         torch = require("torch", "transformers")
         transformers = require("transformers", "transformers")
         self._torch = torch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if self.device == "cpu":
+            # torch's process-wide CPU threads: as for llama.cpp, one thread on machines
+            # with two cores or fewer (a multi-token GEMM with 2 threads stalls for seconds
+            # when anything else runs there)
+            from tether.models.llama_cpp import default_threads
+
+            torch.set_num_threads(n_threads or default_threads())
         tdtype = getattr(torch, dtype) if dtype else (torch.float32 if self.device == "cpu" else torch.bfloat16)
         kw: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
         t0 = time.perf_counter()
