@@ -152,6 +152,7 @@ def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, m
                 params["seed"] = params["seed"] + i
             params.update(max_tokens=max_tokens, stop=list(stop) or None)
             before = model.costs.snapshot()
+            model.costs.generate_calls += 1
             finish = "stop"
             if spec.kind == "choices" and not chat and getattr(model, "has_tokenizer", False):
                 text, _ = _choices_by_logit_bias(model, p, list(spec.choices or []), params)
@@ -171,7 +172,6 @@ def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, m
                         pass
             value, error = _validate(spec, text)
             costs: Costs = model.costs.snapshot() - before
-            costs.generate_calls = 1
             gens.append(Generation(text=text, value=value, finish_reason="length" if finish == "length" else "stop",
                                    costs=costs, error=error, prompt=p if isinstance(p, str) else ""))
         if isinstance(decoder, BestOf):
