@@ -182,6 +182,12 @@ CASES = {
         ["[1,2]", '[1,"a",null]'],
         ["[1]", "[1,2,3,4]"],
     ),
+    "contains_min": (
+        {"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 5}, "minContains": 2,
+         "maxItems": 4},
+        ["[5,6]", "[1,5,2,9]", "[5,5,5,5]"],
+        ["[]", "[5]", "[1,2,3,5]", "[5,5,5,5,5]"],
+    ),
     "boolean_true": (True, ["1", '{"a":[]}', '"s"'], ["tru", "{"]),
     "not_type": ({"not": {"type": "string"}}, ["1", "null"], ['"a"']),
     "one_of_disjoint": (

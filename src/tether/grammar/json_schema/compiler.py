@@ -571,9 +571,7 @@ class _Compiler:
                 if v is True and "array" in types:
                     self.unsupported(kw, q, "array items cannot be required to differ")
                 continue
-            if kw in ("contains", "unevaluatedItems") and "array" in types:
-                if kw == "unevaluatedItems" and v is True:
-                    continue
+            if kw == "unevaluatedItems" and "array" in types and v is not True:
                 self.unsupported(kw, q)
             if kw in ("dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties"):
                 if "object" in types and v not in ({}, True):
@@ -928,19 +926,58 @@ class _Compiler:
                 f"minItems/maxItems {top} expands past the limit of {MAX_ARRAY_STATES} states",
                 flat[0][1],
             )
-        name = [self.fresh("arr") for _ in range(top + 1)]
+        # contains/minContains: count items written on the "matches contains" path, up to need
+        need, contains = self._contains(flat, hi)
+        if need and hi is not None and need > hi:
+            return None
+
+        def with_contains(j: int) -> str | None:
+            if not need:
+                return None
+            return self.node([*members_at(min(j, k)), contains], depth + 1)
+
+        slots_c = [with_contains(j) for j in range(len(slots))]
+        rest_c = with_contains(k) if rest_nt is not None else None
+        if need and not any(slots_c) and rest_c is None:
+            return None
+        name = {(j, m): self.fresh("arr") for j in range(top + 1) for m in range(need + 1)}
         for j in range(top + 1):
-            if j >= lo:
-                self.rule(name[j], self.term(self.layout.close_array(depth, j == 0)))
-            if hi is not None and j >= hi:
-                continue
-            item = slots[j] if j < len(slots) else rest_nt
-            if item is None:
-                continue
-            sep = self.term(self.layout.array_sep(depth, j == 0))
-            nxt = name[j + 1] if j < top else name[j]
-            self.rule(name[j], sep, NT(item), NT(nxt))
-        return name[0]
+            for m in range(need + 1):
+                here = name[(j, m)]
+                if j >= lo and m >= need:
+                    self.rule(here, self.term(self.layout.close_array(depth, j == 0)))
+                if hi is not None and j >= hi:
+                    continue
+                item = slots[j] if j < len(slots) else rest_nt
+                item_c = slots_c[j] if j < len(slots_c) else rest_c
+                sep = self.term(self.layout.array_sep(depth, j == 0))
+                nj = j + 1 if j < top else j
+                if item is not None:
+                    self.rule(here, sep, NT(item), NT(name[(nj, m)]))
+                if item_c is not None and m < need:
+                    self.rule(here, sep, NT(item_c), NT(name[(nj, m + 1)]))
+        return name[(0, 0)]
+
+    def _contains(self, flat: list[Member], hi: int | None) -> tuple[int, Member]:
+        """(items that must match ``contains``, the contains member); (0, ...) if none."""
+        found = [(s, p) for s, p in flat if "contains" in s]
+        if not found:
+            return 0, (True, "#")
+        if len(found) > 1:
+            self.unsupported("contains", _ptr(found[1][1], "contains"), "more than one 'contains' on one array")
+            return 0, (True, "#")
+        s, p = found[0]
+        need = s.get("minContains", 1)
+        if isinstance(need, float) and need.is_integer():
+            need = int(need)
+        if not isinstance(need, int) or isinstance(need, bool) or need < 0:
+            raise SchemaError("'minContains' must be a non-negative integer", _ptr(p, "minContains"))
+        if "maxContains" in s and (hi is None or s["maxContains"] < hi):
+            self.unsupported("maxContains", _ptr(p, "maxContains"),
+                             "an upper bound on matching items needs the complement of 'contains'")
+        if need > MAX_ARRAY_STATES:
+            raise SchemaError(f"minContains {need} is over the limit", _ptr(p, "minContains"))
+        return need, (s["contains"], _ptr(p, "contains"))
 
     # ------------------------------------------------------------------ objects
 
