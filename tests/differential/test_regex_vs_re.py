@@ -306,7 +306,12 @@ def _random_pattern_check(p: str, ts: list[str], bad: bytes) -> None:
         with pytest.raises(RegexError):
             parse(p)
         return
-    full, found = parse(p), search(p, flavor="python")
+    try:
+        full, found = parse(p), search(p, flavor="python")
+    except RegexError as e:
+        if "too many distinct lookbehind classes" in str(e):
+            return  # a documented limit (11 blocks), reached only by piling up lookbehinds
+        raise
     rng = random.Random(p)
     ts = list(ts)
     for node in (full, found):

@@ -659,7 +659,8 @@ class _Annotation:
     texts (one per text), and erasing the markers (``ast.hide``) maps it back to texts.
     """
 
-    FIRST = 0xF5  # 0xF5..0xFD: blocks; 0xFE: start; 0xFF: end (none occurs in UTF-8)
+    # block markers; 0xFE marks the start, 0xFF the end (none of these occurs in UTF-8)
+    MARKERS = (0xC0, 0xC1, *range(0xF5, 0xFE))
 
     def __init__(self, sets: list[cs.CharSet], pattern: str) -> None:
         blocks = [cs.ALL]
@@ -669,20 +670,25 @@ class _Annotation:
                 inside, outside = cs.intersect(b, s), cs.difference(b, s)
                 nxt += [x for x in (inside, outside) if x]
             blocks = nxt
-        if len(blocks) > BEGIN - self.FIRST:
-            raise RegexError("too many distinct lookbehind classes (at most 9 blocks)", pattern, 0)
+        if len(blocks) > len(self.MARKERS):
+            raise RegexError(
+                f"too many distinct lookbehind classes (they split the characters into "
+                f"{len(blocks)} blocks; at most {len(self.MARKERS)})",
+                pattern,
+                0,
+            )
         self.blocks = blocks
-        self.block_mask = sum(1 << (self.FIRST + i) for i in range(len(blocks)))
+        self.block_mask = sum(1 << self.MARKERS[i] for i in range(len(blocks)))
         self.any_marker = _bytes(self.block_mask | 1 << BEGIN)
         self.start = _bytes(1 << BEGIN)
         self.end = _bytes(1 << END)
         self.hidden = self.block_mask | 1 << BEGIN | 1 << END
-        chars = alt(*[concat(charset_node(b), _bytes(1 << (self.FIRST + i))) for i, b in enumerate(blocks)])
+        chars = alt(*[concat(charset_node(b), _bytes(1 << self.MARKERS[i])) for i, b in enumerate(blocks)])
         self.well_formed = concat(self.start, star(chars), self.end)
 
     def markers(self, s: cs.CharSet, start: bool) -> Node:
         """Markers meaning "the previous character is in ``s``" (or "at the start")."""
-        m = sum(1 << (self.FIRST + i) for i, b in enumerate(self.blocks) if cs.intersect(b, s))
+        m = sum(1 << self.MARKERS[i] for i, b in enumerate(self.blocks) if cs.intersect(b, s))
         return _bytes(m | (1 << BEGIN if start else 0))
 
 
