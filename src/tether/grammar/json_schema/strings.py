@@ -416,9 +416,9 @@ def _edges(node: Node) -> list[tuple[bool, Node, bool]]:
             out += _edges(b)
         return out
     if isinstance(node, Seq):
-        acc = [(False, EPS, False)]
+        acc: list[tuple[bool, Node, bool]] = [(False, EPS, False)]
         for it in node.items:
-            nxt = []
+            nxt: list[tuple[bool, Node, bool]] = []
             for sa, body, ea in acc:
                 for sb, body2, eb in _edges(it):
                     if ea and _can_be_nonempty(body2):
@@ -485,7 +485,7 @@ def width(node: Node) -> tuple[int, int | None]:
     if isinstance(node, Anchor):
         return (0, 0)
     if isinstance(node, Seq):
-        lo, hi = 0, 0
+        lo, hi = 0, 0  # type: int, int | None
         for it in node.items:
             a, b = width(it)
             lo += a
@@ -528,7 +528,7 @@ def with_length(node: Node, lo: int, hi: int | None) -> Node | None:
         return node
     if b is not None and b < lo or (hi is not None and a > hi):
         return NOTHING
-    items = list(node.items) if isinstance(node, Seq) else [node]
+    items: list[Node] = list(node.items) if isinstance(node, Seq) else [node]
     var = [k for k, it in enumerate(items) if width(it)[0] != width(it)[1]]
     if len(var) != 1 or not isinstance(items[var[0]], Rep):
         return None
