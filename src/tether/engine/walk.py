@@ -1,6 +1,6 @@
 """Fill a token mask for one (lexer state, parser node): the trie walk driver.
 
-Meaning, as a plain loop (``tests/unit/engine/reference.py`` keeps it runnable): a
+Meaning, as a plain loop (``tests/unit/engine/engine_reference.py`` keeps it runnable): a
 token is allowed iff feeding its bytes one by one from the state succeeds, where one
 byte from ``(ls, node)`` is
 
