@@ -24,10 +24,34 @@ _LAZY: dict[str, str] = {
     "ModelError": "tether.errors",
     "QuerySyntaxError": "tether.errors",
     "MissingDependencyError": "tether.errors",
-    # layers
+    # tokens
     "Vocabulary": "tether.tokens",
     "TokenTrie": "tether.tokens",
+    # grammar
     "Grammar": "tether.grammar",
+    "schema_of": "tether.grammar.pytypes",
+    # engine
+    "compile": "tether.engine",
+    "CompiledConstraint": "tether.engine",
+    "Matcher": "tether.engine",
+    # models
+    "load_model": "tether.models",
+    "Costs": "tether.models",
+    # decoding
+    "Argmax": "tether.decoding",
+    "Sample": "tether.decoding",
+    "Beam": "tether.decoding",
+    # program
+    "generate": "tether.program",
+    "Generation": "tether.program",
+    "gen": "tether.program",
+    "select": "tether.program",
+    # lang
+    "query": "tether.lang",
+    "run_query": "tether.lang",
+    "load_query": "tether.lang",
+    "Query": "tether.lang",
+    "QueryResult": "tether.lang",
 }
 
 __all__ = sorted([*_LAZY, "__version__"])
