@@ -20,6 +20,7 @@ bytes still takes every slice up to ``k`` from one precomputed union mask.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -76,6 +77,18 @@ def is_text_prefix(data: bytes) -> bool:
     return True
 
 
+_NON_TEXT = re.compile('["\\\\\x00-\x1f\x7f]')
+
+
+def _is_text_fast(data: bytes) -> bool:
+    """``is_text_prefix`` with the common case (whole UTF-8 characters) done in C."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return is_text_prefix(data)  # invalid, or a cut-off last character
+    return bool(text) and _NON_TEXT.search(text) is None
+
+
 def _complete_utf8(data: bytes) -> bool:
     try:
         data.decode("utf-8")
@@ -123,7 +136,7 @@ class VocabIndex:
         for i, t in enumerate(toks):
             if not t or i in special:
                 continue
-            if is_text_prefix(t):
+            if _is_text_fast(t):
                 k = 0
                 while len(t) > bounds[k]:
                     k += 1
@@ -134,7 +147,7 @@ class VocabIndex:
         self.rest = build_trie(rest, special)
         self._text_ids = np.zeros(size, np.bool_)  # whole text characters only
         for i, t in enumerate(toks):
-            if t and i not in special and is_text_prefix(t) and _complete_utf8(t):
+            if t and i not in special and _is_text_fast(t) and _complete_utf8(t):
                 self._text_ids[i] = True
         self.slices: list[Slice] = []
         lo = 1
