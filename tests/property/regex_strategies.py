@@ -8,6 +8,7 @@ that Python's backtracking ``re`` (the oracle) stays fast on short texts.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from hypothesis import strategies as st
@@ -106,6 +107,8 @@ def _alternation(draw: st.DrawFn, depth: int, anchors: bool) -> str:
 def patterns(draw: st.DrawFn, anchors: bool = True, flags: bool = True) -> str:
     """A Python ``re`` pattern string that ``tether.regex.parse`` supports."""
     body = draw(_alternation(2, anchors))
+    names = itertools.count()  # group names must be unique
+    body = re.sub(r"\(\?P<g\d+>", lambda m: f"(?P<g{next(names)}>", body)
     prefix = ""
     if flags and draw(st.integers(0, 4)) == 0:
         prefix = "(?" + "".join(sorted(set(draw(st.lists(st.sampled_from("ism"), min_size=1, max_size=2))))) + ")"

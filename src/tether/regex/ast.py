@@ -43,7 +43,7 @@ class Node:
 
     __slots__ = (
         "kind", "args", "nullable", "uid", "_deriv", "_firsts", "_first_bytes", "_buckets",
-        "_hash", "flags",
+        "flags",
     )
 
     def __init__(self, kind: int, args: tuple, nullable: bool, uid: int, flags: int) -> None:  # type: ignore[type-arg]
@@ -52,14 +52,10 @@ class Node:
         self._firsts: tuple[int, ...] | None = None
         self._first_bytes = -1  # mask of bytes that can start a string (-1: not computed)
         self._buckets: list[tuple[int, list[Node]]] | None = None  # big alternations
-        self._hash = hash((kind, uid))
         self.flags = flags  # bit 0: contains AND/NOT (language may be empty though not ∅)
 
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
+    # equality is identity and the hash is the identity hash (object's, in C): nodes
+    # are interned, so structural equality and identity coincide
 
     def __lt__(self, other: Node) -> bool:
         return self.uid < other.uid
