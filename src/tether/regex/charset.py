@@ -164,7 +164,7 @@ def casefold_set(s: CharSet, ascii_only: bool = False) -> CharSet:
     f = union(f, normalize((c, c) for c in more))
     # characters that are their own lowercase match iff they are in F; others iff lower is.
     result = difference(f, uppers)
-    add = []
+    add: list[tuple[int, int]] = []
     for lo, hi in f:
         for low_cp in _keys_in_range(inverse, lo, hi):
             add.extend((c, c) for c in inverse[low_cp])

@@ -271,9 +271,7 @@ class _Parser:
             return self.escape()
         if c == ")":
             raise self.error("unbalanced parenthesis ')'", at)
-        self.i += 1
-        if self.flavor == "ecma" and c in "]}":
-            pass  # Annex B: literal
+        self.i += 1  # any other character (also "]" and "}") is a literal
         return ("set", self.literal_set(ord(c)))
 
     def brace_is_quantifier(self) -> bool:
@@ -369,7 +367,7 @@ class _Parser:
 
     # -- sets ----------------------------------------------------------------------------
     def literal_set(self, cp: int) -> cs.CharSet:
-        s = ((cp, cp),)
+        s: cs.CharSet = ((cp, cp),)
         if self.flags.ignore_case:
             s = cs.casefold_set(s, self.flags.ascii)
         return s
