@@ -188,6 +188,12 @@ CASES = {
         ["[5,6]", "[1,5,2,9]", "[5,5,5,5]"],
         ["[]", "[5]", "[1,2,3,5]", "[5,5,5,5,5]"],
     ),
+    "dependent_required": (
+        {"type": "object", "properties": {"a": {}, "b": {}, "c": {}},
+         "dependentRequired": {"c": ["a"], "a": ["b"]}},
+        ['{}', '{"b":1}', '{"a":1,"b":2}', '{"a":1,"b":1,"c":1}'],
+        ['{"a":1}', '{"c":1}', '{"b":1,"c":1}'],
+    ),
     "boolean_true": (True, ["1", '{"a":[]}', '"s"'], ["tru", "{"]),
     "not_type": ({"not": {"type": "string"}}, ["1", "null"], ['"a"']),
     "one_of_disjoint": (
@@ -280,7 +286,7 @@ def test_discriminated_one_of_is_exact() -> None:
         ({"type": "array", "uniqueItems": True}, "uniqueItems", "#/uniqueItems"),
         ({"properties": {"a": {"not": {"minimum": 1}}}}, "not", "#/properties/a/not"),
         ({"if": {"type": "string"}, "then": {"minLength": 1}}, "if", "#/if"),
-        ({"type": "object", "dependentRequired": {"a": ["b"]}}, "dependentRequired", "#/dependentRequired"),
+        ({"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}}, "dependentSchemas", "#/dependentSchemas"),
         ({"type": "string", "pattern": "(?=a)"}, "pattern", "#/pattern"),
         ({"$ref": "http://example.com/x.json"}, "$ref", "#/$ref"),
     ],

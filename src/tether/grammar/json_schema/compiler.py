@@ -573,9 +573,13 @@ class _Compiler:
                 continue
             if kw == "unevaluatedItems" and "array" in types and v is not True:
                 self.unsupported(kw, q)
-            if kw in ("dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties"):
+            if kw in ("dependentSchemas", "unevaluatedProperties"):
                 if "object" in types and v not in ({}, True):
                     self.unsupported(kw, q)
+            if kw == "dependencies" and "object" in types and isinstance(v, dict):
+                for name, dep in v.items():
+                    if not isinstance(dep, list) and dep is not True and dep != {}:
+                        self.unsupported(kw, _ptr(q, name), "schema dependencies")
 
     def _values(self, values: list, flat: list[Member], types: set[str], depth: int) -> list[tuple]:
         """Alternatives for enum/const values that satisfy every member."""
@@ -1006,6 +1010,10 @@ class _Compiler:
                 name_schemas.append((s["propertyNames"], _ptr(p, "propertyNames")))
         for k in required:
             named.setdefault(k, [])
+        deps = _dependencies(flat)
+        for a, bs in deps.items():
+            for k in (a, *bs):
+                named.setdefault(k, [])
         # every member constrains every key: by properties, patternProperties or additional
         patterns: list[tuple[str, Any, str, int]] = []  # (pattern, schema, ptr, member index)
         for idx, (s, p) in enumerate(flat):
@@ -1038,12 +1046,24 @@ class _Compiler:
                                      name_schemas, depth)
         if max_p is not None and min_p > max_p:
             return None
+        present = {k for k, _, _ in slots}
+        deps = {a: bs for a, bs in deps.items() if a in present}
+        if any(b not in present for bs in deps.values() for b in bs):
+            # a name that cannot be present makes its dependents impossible
+            absent = {a for a, bs in deps.items() if any(b not in present for b in bs)}
+            if absent & set(required):
+                return None
+            slots = [x for x in slots if x[0] not in absent]
+            deps = {a: bs for a, bs in deps.items() if a not in absent}
+        if len({k for a, bs in deps.items() for k in (a, *bs)}) > 10:
+            self.unsupported("dependentRequired", flat[0][1], "more than 10 names take part")
+            deps = {}
         if self.order == "any" and len(slots) <= 8:
-            return self._object_any_order(slots, extras, min_p, max_p, depth)
+            return self._object_any_order(slots, extras, min_p, max_p, depth, deps)
         if self.order == "any":
             self.warn(f"property_order='any' is exact for up to 8 properties; "
                       f"an object with {len(slots)} uses schema order")
-        return self._object_schema_order(slots, extras, min_p, max_p, depth)
+        return self._object_schema_order(slots, extras, min_p, max_p, depth, deps)
 
     def _key_members(self, flat: list[Member], patterns: list, k: str) -> list[Member]:
         """What each member says about the value of key ``k``."""
@@ -1095,6 +1115,10 @@ class _Compiler:
                         order.append(k)
             for s, _ in flat:
                 for k in s.get("required", []) or []:
+                    if k not in order:
+                        order.append(k)
+            for a, bs in _dependencies(flat).items():
+                for k in (a, *bs):
                     if k not in order:
                         order.append(k)
             patterns = [(pat, sub, _ptr(p, "patternProperties", pat), idx)
@@ -1267,16 +1291,22 @@ class _Compiler:
             return self.term(("rx", f'{before}"{_wrap(body)}"{after}'), "key")
         return self.term(("expr", ("concat", before, '"', body, '"', after)), "key")
 
-    def _object_schema_order(self, slots, extras, min_p, max_p, depth):  # type: ignore[no-untyped-def]
+    def _object_schema_order(self, slots, extras, min_p, max_p, depth, deps=None):  # type: ignore[no-untyped-def]
         counting = min_p > 0 or max_p is not None
         cap = max(1, max_p if max_p is not None else min_p) if counting else 1
         if cap > self.max_repeat:
             raise SchemaError(f"min/maxProperties {cap} is over the limit of {self.max_repeat}", "#")
         n = len(slots)
-        names: dict[tuple[int, int], str] = {}
+        names: dict[tuple[int, int, int], str] = {}
+        # dependentRequired: the state remembers which participating names were written
+        tracked = sorted({k for a, bs in (deps or {}).items() for k in (a, *bs)})
+        bit = {k: 1 << i for i, k in enumerate(tracked)}
 
-        def S(i: int, c: int) -> str:  # noqa: N802 - rule family named as in the docs
-            key = (i, c)
+        def consistent(seen: int) -> bool:
+            return all(not seen & bit[a] or all(seen & bit[b] for b in bs) for a, bs in (deps or {}).items())
+
+        def S(i: int, c: int, seen: int = 0) -> str:  # noqa: N802 - rule family named as in the docs
+            key = (i, c, seen)
             if key in names:
                 return names[key]
             name = names[key] = self.fresh("obj")
@@ -1285,16 +1315,18 @@ class _Compiler:
             if i < n:
                 k, nt, req = slots[i]
                 if not req:
-                    self.rule(name, NT(S(i + 1, c)))
+                    self.rule(name, NT(S(i + 1, c, seen)))
                 if can_add:
                     self.rule(name, self.term(self.layout.key_literal(depth, c == 0, k), "key"),
-                              NT(nt), NT(S(i + 1, inc)))
+                              NT(nt), NT(S(i + 1, inc, seen | bit.get(k, 0))))
+            elif not consistent(seen):
+                pass  # a dependency is missing: no rule, so the state is pruned as unproductive
             else:
                 if c >= min_p or (not counting):
                     self.rule(name, self.term(self.layout.close_object(depth, c == 0)))
                 if can_add:
                     for body, nt in extras:
-                        self.rule(name, self._key_term(depth, c == 0, body), NT(nt), NT(S(n, inc)))
+                        self.rule(name, self._key_term(depth, c == 0, body), NT(nt), NT(S(n, inc, seen)))
             return name
 
         # required properties beyond max_p make the object impossible
@@ -1302,8 +1334,10 @@ class _Compiler:
             return None
         return S(0, 0)
 
-    def _object_any_order(self, slots, extras, min_p, max_p, depth):  # type: ignore[no-untyped-def]
+    def _object_any_order(self, slots, extras, min_p, max_p, depth, deps=None):  # type: ignore[no-untyped-def]
         """Named properties in any order, each at most once; extras anywhere."""
+        index = {k: i for i, (k, _, _) in enumerate(slots)}
+        dep_masks = [(1 << index[a], sum(1 << index[b] for b in bs)) for a, bs in (deps or {}).items()]
         counting = min_p > 0 or max_p is not None
         cap = max(1, max_p if max_p is not None else min_p) if counting else 1
         req_mask = sum(1 << i for i, s in enumerate(slots) if s[2])
@@ -1316,7 +1350,8 @@ class _Compiler:
             name = names[key] = self.fresh("obj")
             inc = min(c + 1, cap)
             can_add = max_p is None or c < max_p
-            if used & req_mask == req_mask and (c >= min_p or not counting):
+            if (used & req_mask == req_mask and (c >= min_p or not counting)
+                    and all(not used & a or used & bs == bs for a, bs in dep_masks)):
                 self.rule(name, self.term(self.layout.close_object(depth, c == 0)))
             if can_add:
                 for i, (k, nt, _) in enumerate(slots):
@@ -1333,6 +1368,23 @@ class _Compiler:
 @functools.cache
 def _format_language(name: str) -> st.Node:
     return st.search_language(st.parse_pattern("^(?:" + fmt.FORMATS[name] + ")$"))
+
+
+def _dependencies(flat: list[Member]) -> dict[str, list[str]]:
+    """``dependentRequired`` and draft-07 array ``dependencies``: name → names it needs."""
+    out: dict[str, list[str]] = {}
+    for s, p in flat:
+        for kw in ("dependentRequired", "dependencies"):
+            v = s.get(kw)
+            if not isinstance(v, dict):
+                continue
+            for a, bs in v.items():
+                if isinstance(bs, list):
+                    if not all(isinstance(b, str) for b in bs):
+                        raise SchemaError(f"'{kw}' must list property names", _ptr(p, kw, a))
+                    out.setdefault(a, [])
+                    out[a] += [b for b in bs if b not in out[a] and b != a]
+    return out
 
 
 def _values_of(s: dict) -> list:
