@@ -22,7 +22,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import RegexLimitError
-from .ast import EMPTY, F_BOOLEAN, Node, byte_classes, derivative, lowest_byte, mask_bytes
+from .ast import (
+    EMPTY,
+    F_BOOLEAN,
+    Node,
+    byte_classes,
+    derivative,
+    lowest_byte,
+    mask_bytes,
+    to_string,
+)
 
 DEAD = -1
 UNKNOWN = -2
@@ -67,9 +76,12 @@ class LexerDfa:
             return sid
         sid = len(self._states)
         if sid >= self.max_states:
+            live = ", ".join(f"#{t} {to_string(self.nodes[t], 60)}" for t, _ in state[:3])
+            more = f" and {len(state) - 3} more" if len(state) > 3 else ""
             raise RegexLimitError(
                 f"lexer DFA needs more than {self.max_states} states "
-                f"({len(self.nodes)} terminals); simplify the regexes or raise max_states"
+                f"({len(self.nodes)} terminals; growing on {live}{more}); "
+                "simplify the regexes (large counted repeats multiply states) or raise max_states"
             )
         if sid >= self.table.shape[0]:
             cap = self.table.shape[0] * 2
