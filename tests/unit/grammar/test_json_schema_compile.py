@@ -194,6 +194,16 @@ CASES = {
         ['{}', '{"b":1}', '{"a":1,"b":2}', '{"a":1,"b":1,"c":1}'],
         ['{"a":1}', '{"c":1}', '{"b":1,"c":1}'],
     ),
+    "if_then_else": (
+        {"if": {"type": "integer"}, "then": {"minimum": 5}, "else": {"type": "string"}},
+        ["5", '"a"'],
+        ["4", "null"],
+    ),
+    "dependent_schemas": (
+        {"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}},
+        ["{}", '{"b":2}', '{"a":1,"b":2}'],
+        ['{"a":1}'],
+    ),
     "boolean_true": (True, ["1", '{"a":[]}', '"s"'], ["tru", "{"]),
     "not_type": ({"not": {"type": "string"}}, ["1", "null"], ['"a"']),
     "one_of_disjoint": (
@@ -285,8 +295,8 @@ def test_discriminated_one_of_is_exact() -> None:
     [
         ({"type": "array", "uniqueItems": True}, "uniqueItems", "#/uniqueItems"),
         ({"properties": {"a": {"not": {"minimum": 1}}}}, "not", "#/properties/a/not"),
-        ({"if": {"type": "string"}, "then": {"minLength": 1}}, "if", "#/if"),
-        ({"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}}, "dependentSchemas", "#/dependentSchemas"),
+        ({"if": {"properties": {"a": {"const": 1}}}, "then": {"required": ["b"]}}, "not", "#/if/not"),
+        ({"type": "object", "unevaluatedProperties": False}, "unevaluatedProperties", "#/unevaluatedProperties"),
         ({"type": "string", "pattern": "(?=a)"}, "pattern", "#/pattern"),
         ({"$ref": "http://example.com/x.json"}, "$ref", "#/$ref"),
     ],

@@ -154,6 +154,7 @@ class _Compiler:
         self.docs: dict[str, Any] = {}
         self._keep: list[Any] = []
         self._root_validator: Any = None
+        self._synth: dict[Any, dict] = {}
         self._one_of_warned: set[str] = set()
         self._member_validators: dict[int, Any] = {}
         self._n = 0
@@ -383,7 +384,48 @@ class _Compiler:
                         if nt is not None:
                             alts.append((NT(nt),))
                     return alts
+        for s, p in flat:
+            split = self._split(s, p, consumed)
+            if split is not None:
+                tag, branches = split
+                alts = []
+                for extra in branches:
+                    nt = self.node([*flat, *extra], depth, consumed | {(id(s), tag)})
+                    if nt is not None:
+                        alts.append((NT(nt),))
+                return alts
         return self._typed(flat, depth)
+
+    def _split(self, s: dict, p: str, consumed: frozenset) -> tuple[str, list[list[Member]]] | None:
+        """Keywords read as a union of two exact cases, each a list of extra members:
+        ``if``/``then``/``else`` → (if ∧ then) ∪ (not if ∧ else); a schema dependency
+        ``A: S`` → (A absent) ∪ (A present ∧ S)."""
+        if "if" in s and ("then" in s or "else" in s) and (id(s), "if") not in consumed:
+            q = _ptr(p, "if")
+            then = (s.get("then", True), _ptr(p, "then"))
+            other = (s.get("else", True), _ptr(p, "else"))
+            return "if", [[(s["if"], q), then], [(self._synthetic({"not": s["if"]}, q), q), other]]
+        for kw in ("dependentSchemas", "dependencies"):
+            deps = s.get(kw)
+            if not isinstance(deps, dict):
+                continue
+            for a, sub in deps.items():
+                if isinstance(sub, list) or (id(s), f"{kw}:{a}") in consumed:
+                    continue
+                q = _ptr(p, kw, a)
+                absent = self._synthetic({"not": {"required": [a]}}, q)
+                present = self._synthetic({"required": [a]}, q)
+                return f"{kw}:{a}", [[(absent, q)], [(present, q), (sub, q)]]
+        return None
+
+    def _synthetic(self, schema: dict, pointer: str) -> dict:
+        """A schema object made by the compiler (kept alive: members are keyed by id)."""
+        key = (pointer, json.dumps(schema, sort_keys=True, default=id))
+        found = self._synth.get(key)
+        if found is None:
+            found = self._synth[key] = schema
+            self.ptr_of[id(schema)] = pointer
+        return found
 
     def _check_one_of(self, branches: list, pointer: str, context: list[Member]) -> None:
         infos = []
@@ -564,22 +606,16 @@ class _Compiler:
                 continue
             q = _ptr(p, kw)
             if kw in ("if", "then", "else"):
-                if kw == "if" and ("then" in s or "else" in s):
-                    self.unsupported("if", q, "conditional subschemas (if/then/else)")
-                continue
+                continue  # read as a union in _split
             if kw == "uniqueItems":
                 if v is True and "array" in types:
                     self.unsupported(kw, q, "array items cannot be required to differ")
                 continue
             if kw == "unevaluatedItems" and "array" in types and v is not True:
                 self.unsupported(kw, q)
-            if kw in ("dependentSchemas", "unevaluatedProperties"):
+            if kw == "unevaluatedProperties":
                 if "object" in types and v not in ({}, True):
                     self.unsupported(kw, q)
-            if kw == "dependencies" and "object" in types and isinstance(v, dict):
-                for name, dep in v.items():
-                    if not isinstance(dep, list) and dep is not True and dep != {}:
-                        self.unsupported(kw, _ptr(q, name), "schema dependencies")
 
     def _values(self, values: list, flat: list[Member], types: set[str], depth: int) -> list[tuple]:
         """Alternatives for enum/const values that satisfy every member."""
@@ -1100,6 +1136,17 @@ class _Compiler:
             branches = [(b, _ptr(p, kw, i)) for i, b in enumerate(s[kw])]
             chosen = next((b for b in branches if self._is_valid(b[0], value)), branches[0])
             flat = self.flatten([*flat, chosen]) or flat
+        while True:  # if/then/else and schema dependencies: the case the value is in
+            split = next(((s, sp) for s, p in flat if (sp := self._split(s, p, frozenset(consumed))) is not None), None)
+            if split is None:
+                break
+            s, (tag, cases) = split
+            consumed.add((id(s), tag))
+            if tag == "if":
+                pick = cases[0] if self._is_valid(s["if"], value) else cases[1]
+            else:
+                pick = cases[1] if isinstance(value, dict) and tag.split(":", 1)[1] in value else cases[0]
+            flat = self.flatten([*flat, *pick]) or flat
         key = _json_key(value)
         for s, _ in flat:  # enum/const values are written as the schema spells them
             for kw in ("const", "enum"):
