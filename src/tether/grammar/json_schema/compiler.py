@@ -1143,10 +1143,10 @@ class _Compiler:
             s, (tag, cases) = split
             consumed.add((id(s), tag))
             if tag == "if":
-                pick = cases[0] if self._is_valid(s["if"], value) else cases[1]
+                case = cases[0] if self._is_valid(s["if"], value) else cases[1]
             else:
-                pick = cases[1] if isinstance(value, dict) and tag.split(":", 1)[1] in value else cases[0]
-            flat = self.flatten([*flat, *pick]) or flat
+                case = cases[1] if isinstance(value, dict) and tag.split(":", 1)[1] in value else cases[0]
+            flat = self.flatten([*flat, *case]) or flat
         key = _json_key(value)
         for s, _ in flat:  # enum/const values are written as the schema spells them
             for kw in ("const", "enum"):
