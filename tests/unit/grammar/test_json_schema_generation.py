@@ -13,7 +13,7 @@ BENCH = ROOT / ".." / "shared" / "data" / "jsonschemabench-dev" / "schemas"
 SCHEMAS = [
     "Github_easy---o90440",
     "Glaiveai2K---find_hotels_8ec3215e",
-    "Glaiveai2K---create_invoice_a9f588a6",
+    "Glaiveai2K---calculate_area_5c7d28ea",
 ]
 SEEDS = [0, 1]
 
@@ -41,7 +41,7 @@ def test_sampled_outputs_validate(model, name: str) -> None:  # type: ignore[no-
     checker = jsonschema.FormatChecker()
     for seed in SEEDS:
         g = generate(model, "Here is an example JSON document:\n", output=schema, decoder="sample",
-                     temperature=1.0, seed=seed, max_tokens=200, close_on_budget=True)
+                     temperature=1.0, seed=seed, max_tokens=150, close_on_budget=True)
         assert g.error is None, f"{name} seed {seed}: {g.error}: {g.text!r}"
         value = json.loads(g.text)
         jsonschema.validate(value, schema, format_checker=checker)
