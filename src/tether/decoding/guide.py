@@ -35,6 +35,26 @@ def healing_candidates(tokens: list[bytes], special: frozenset[int], text: bytes
     return [i for i, t in enumerate(tokens) if t and i not in special and text.startswith(t)]
 
 
+def _walk_tails(matcher: Any, items: list[tuple[int, bytes]], depth: int) -> list[int]:
+    """Tokens whose tail the matcher accepts, walking the tails as a trie: one matcher
+    copy per live prefix, pruned by ``allowed_bytes()`` (so a candidate set of 100k
+    tokens costs only as many steps as the constraint lets live)."""
+    ok = [t for t, tail in items if len(tail) == depth]
+    groups: dict[int, list[tuple[int, bytes]]] = {}
+    for t, tail in items:
+        if len(tail) > depth:
+            groups.setdefault(tail[depth], []).append((t, tail))
+    if not groups:
+        return ok
+    allowed = set(matcher.allowed_bytes())
+    for b, group in groups.items():
+        if b in allowed:
+            m = matcher.copy()
+            if m.consume_bytes(bytes([b])):
+                ok += _walk_tails(m, group, depth + 1)
+    return ok
+
+
 class Guide:
     """Constraint state of one sequence: matcher (or free) plus pending healed bytes."""
 
@@ -89,15 +109,19 @@ class Guide:
         if self._candidates is None:
             self._candidates = healing_candidates(self.vocab.tokens, self._special(), self.pending)
         ok = []
+        tails: list[tuple[int, bytes]] = []
         for t in self._candidates:
             b = self.vocab.tokens[t]
-            if self.pending.startswith(b):
+            if self.pending.startswith(b) or self.matcher is None:
                 ok.append(t)
-            elif b.startswith(self.pending):
-                tail = b[len(self.pending) :]
-                if self.matcher is None or self.matcher.copy().consume_bytes(tail):
-                    ok.append(t)
-        return np.asarray(ok, dtype=np.int64)
+            else:
+                tails.append((t, b[len(self.pending) :]))
+        if tails:
+            if hasattr(self.matcher, "allowed_bytes"):
+                ok += _walk_tails(self.matcher, tails, 0)
+            else:  # a matcher without byte lookahead: check each tail
+                ok += [t for t, tail in tails if self.matcher.copy().consume_bytes(tail)]
+        return np.asarray(sorted(ok), dtype=np.int64)
 
     def _special(self) -> frozenset[int]:
         return frozenset(getattr(self.vocab, "special_ids", ())) | frozenset(self.vocab.eos_ids)

@@ -61,6 +61,9 @@ class FiniteMatcher:
         self.text += b
         return True
 
+    def allowed_bytes(self) -> list[int]:
+        return sorted({w[len(self.text)] for w in self.words if w.startswith(self.text) and len(w) > len(self.text)})
+
     def consume_bytes(self, data: bytes) -> bool:
         if not self._viable(self.text + data):
             self.error = f"bytes {data!r} not allowed"
