@@ -138,6 +138,12 @@ def test_regex_is_validated_not_guaranteed(remote) -> None:
         assert g.value is None and "regex" in (g.error or "")
 
 
+def test_streaming_gives_the_text_and_a_validated_result(remote) -> None:
+    s = generate(remote, "The capital of France is", max_tokens=8, stream=True)
+    chunks = list(s)
+    assert len(chunks) > 1 and s.generation is not None and s.generation.text == "".join(chunks)
+
+
 def test_beam_is_refused(remote) -> None:
     with pytest.raises(ValueError, match="logits"):
         generate(remote, "x", decoder="beam", n=2)

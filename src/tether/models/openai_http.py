@@ -13,7 +13,10 @@ tether does not see the logits of a remote model, so it cannot mask them. What h
 * **Regex / grammar** outputs cannot be expressed in the OpenAI API: the output is
   generated freely and then checked; an invalid output is reported, never returned as valid.
 * ``stop``, ``max_tokens``, ``temperature``, ``top_p``, ``seed`` are passed through;
-  determinism is the server's.
+  determinism is the server's (llama.cpp's server does not repeat greedy outputs
+  exactly across requests: its prompt cache changes how the prefix is batched).
+* Streaming uses server-sent events (``stream: true``); the result is validated once
+  the stream ends.
 
 HTTP goes through the standard library (no extra dependency). Network failures raise
 `ModelError` (``retryable`` for timeouts, 429 and 5xx).
@@ -25,7 +28,7 @@ import json
 import os
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tether.errors import ModelError
@@ -78,6 +81,45 @@ class OpenAIModel:
                              retryable=exc.code == 429 or exc.code >= 500) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             raise ModelError(f"cannot reach {url}: {exc}", retryable=True) from None
+
+    def post_stream(self, path: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """POST with ``stream: true``; yield each server-sent event's JSON (until ``[DONE]``)."""
+        url = self.base_url + path
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        req = urllib.request.Request(url, data=json.dumps({**body, "stream": True}).encode(),
+                                     headers=headers, method="POST")
+        try:
+            resp = urllib.request.urlopen(req, timeout=self.timeout)
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", "replace")[:300]
+            raise ModelError(f"{url} answered HTTP {exc.code}: {detail}",
+                             retryable=exc.code == 429 or exc.code >= 500) from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            raise ModelError(f"cannot reach {url}: {exc}", retryable=True) from None
+        with resp:
+            for raw in resp:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    return
+                yield json.loads(data)
+
+    def stream(self, prompt: Any, *, chat: bool, **params: Any) -> Iterator[str]:
+        """Text pieces of a streamed completion (``chat``: ``/chat/completions``)."""
+        body = self._with_model({("messages" if chat else "prompt"): prompt, **params})
+        self.costs.model_calls += 1
+        for event in self.post_stream("/chat/completions" if chat else "/completions", body):
+            choices = event.get("choices") or []
+            if not choices:
+                continue
+            piece = (choices[0].get("delta") or {}).get("content") if chat else choices[0].get("text")
+            if piece:
+                self.costs.generated_tokens += 1  # one event per token on common servers
+                yield piece
 
     def _with_model(self, body: dict[str, Any]) -> dict[str, Any]:
         if self.model:

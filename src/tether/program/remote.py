@@ -133,11 +133,11 @@ def _request(model: Any, prompt: Any, chat: bool, fmt: dict[str, Any] | None, pa
 def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, max_tokens: int,
                     stop: Sequence[str], n: int, stream: bool) -> Any:
     """The black-box path of `generate` (one prompt or a batch; ``n`` requests per prompt)."""
-    if stream:
-        raise ValueError("stream=True is not supported for HTTP models yet")
     if isinstance(decoder, Beam):
         raise ValueError("beam search needs the model's logits; an HTTP model offers sampling only")
     spec = output_spec(output)
+    if stream:
+        return _stream_remote(model, prompt, spec, decoder, max_tokens, stop)
     is_chat = isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt)
     batch = isinstance(prompt, list | tuple) and not is_chat
     prompts = list(prompt) if batch else [prompt]
@@ -178,3 +178,34 @@ def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, m
             gens = gens[:1]  # no log-probabilities to rank by: the first sample
         results.append(gens[0] if count == 1 or isinstance(decoder, BestOf) else gens)
     return results if batch else results[0]
+
+
+def _stream_remote(model: Any, prompt: Any, spec: OutputSpec, decoder: Decoder, max_tokens: int,
+                   stop: Sequence[str]) -> Any:
+    """Streamed text from the server; the `Stream`'s ``generation`` is validated at the end.
+    Choices are not streamed (they take one request per token)."""
+    from tether.program.generate import Stream
+
+    if spec.kind == "choices" or isinstance(prompt, list | tuple) and not (prompt and all(isinstance(m, dict) for m in prompt)):
+        raise ValueError("stream=True on an HTTP model needs one prompt and an output that is not a list of choices")
+    chat = not isinstance(prompt, str)
+    params = _sampling(decoder)
+    params.update(max_tokens=max_tokens, stop=list(stop) or None)
+    fmt = _response_format(spec)
+    if fmt is not None and getattr(model, "response_format_style", "json_schema") == "json_object":
+        fmt = {"type": "json_object", "schema": fmt["json_schema"]["schema"]}
+
+    def chunks() -> Any:
+        before = model.costs.snapshot()
+        model.costs.generate_calls += 1
+        pieces = []
+        for piece in model.stream(prompt, chat=chat, response_format=fmt, **params):
+            pieces.append(piece)
+            yield piece
+        text = "".join(pieces)
+        value, error = _validate(spec, text)
+        s.generation = Generation(text=text, value=value, costs=model.costs.snapshot() - before, error=error,
+                                  prompt=prompt if isinstance(prompt, str) else "")
+
+    s = Stream(chunks())
+    return s
