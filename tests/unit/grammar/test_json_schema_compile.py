@@ -365,3 +365,27 @@ def test_from_json_schema_delegates() -> None:
         pytest.skip("Grammar.from_json_schema not added yet")
     g = Grammar.from_json_schema({"type": "integer", "maximum": 3})
     assert ok(g, "3") and not ok(g, "4")
+
+
+@pytest.mark.parametrize(
+    ("schema", "pointer", "message"),
+    [
+        ({"type": "integer", "maximum": 10**1000}, "#/maximum", "too large"),
+        ({"properties": {"x": {"minimum": float("nan")}}}, "#/properties/x/minimum", "no JSON number"),
+        ({"type": "integer", "multipleOf": 0}, "#/multipleOf", "must be > 0"),
+        ({"type": "string", "minLength": -1}, "#/minLength", "non-negative"),
+        ({"enum": "a"}, "#/enum", "must be an array"),
+        ({"anyOf": []}, "#/anyOf", "non-empty array"),
+        ({"$ref": "#/$defs/missing"}, "#/$ref", "points to nothing"),
+    ],
+)
+def test_schema_errors_name_the_pointer(schema: dict, pointer: str, message: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        compile_json_schema(schema)
+    assert info.value.pointer == pointer
+    assert message in str(info.value)
+
+
+def test_infinite_bound_on_the_open_side_is_no_bound() -> None:
+    g = compile_json_schema({"type": "number", "maximum": float("inf")})
+    assert ok(g, "1e308")

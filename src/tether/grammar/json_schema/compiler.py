@@ -707,6 +707,14 @@ class _Compiler:
                     continue  # draft-04 flag, read with minimum/maximum
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
                     raise SchemaError(f"'{kw}' must be a number, got {limited(v)}", q)
+                if isinstance(v, float) and not math.isfinite(v):
+                    if v != v or (kw in ("minimum", "exclusiveMinimum") and v > 0) or (
+                        kw in ("maximum", "exclusiveMaximum") and v < 0
+                    ):
+                        raise SchemaError(f"'{kw}' is {v!r}: no JSON number is in range", q)
+                    continue  # an infinite bound on the open side bounds nothing
+                if isinstance(v, int) and abs(v) >= 10**400 or isinstance(v, float) and abs(v) >= 1e300 and kw == "multipleOf":
+                    raise SchemaError(f"'{kw}' with {len(str(abs(int(v))))} digits is too large", q)
                 d = Decimal(repr(v)) if isinstance(v, float) else Decimal(v)
                 if kw == "minimum":
                     tighten_lo(d, s.get("exclusiveMinimum") is True)
@@ -720,11 +728,6 @@ class _Compiler:
                     if v <= 0:
                         raise SchemaError(f"'multipleOf' must be > 0, got {v}", q)
                     mults.append((Fraction(str(d)), q))
-        for b in (lo, hi):
-            if b is not None and abs(b[0]) >= Decimal(10) ** 60:
-                digits = len(str(int(abs(b[0]))))
-                if digits > 400:
-                    raise SchemaError(f"numeric bound with {digits} digits is too large", "#")
         if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or hi[1]))):
             return None
         step: int | None = None
