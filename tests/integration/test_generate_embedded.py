@@ -103,6 +103,8 @@ def test_seeded_sampling_is_reproducible(model) -> None:
     b = generate(model, "Once upon a time", decoder="sample", seed=7, n=3, max_tokens=10)
     assert [g.tokens for g in a] == [g.tokens for g in b]
     assert len({tuple(g.tokens) for g in a}) > 1
+    # the 3 samples advance in lockstep: one batched forward pass per step
+    assert a[0].costs.model_calls <= 10 + 1
     c = generate(model, "Once upon a time", decoder="sample", seed=8, n=1, max_tokens=10)
     assert c.tokens != a[0].tokens or c.tokens != a[1].tokens
 
