@@ -151,6 +151,10 @@ def main() -> None:
     if has_sel:
         modes += [("mask+sel", True, False, True), ("mask+ff+sel", True, True, True)]
     rows = []
+    cal = getattr(model, "calibration", None)
+    if cal:  # the measured switch point of selective logits
+        print("selective logits, seconds per unembedding (0 = full matrix): "
+              + ", ".join(f"{k}: {v * 1e3:.2f} ms" for k, v in sorted(cal.items())))
     print(f"model: {getattr(model, 'name', model)} ({args.backend}); selective logits: "
           f"{'yes, threshold ' + str(getattr(model, 'selective_threshold', '?')) if has_sel else 'not offered by this backend'}")
     for name, schema, prompt_text in schemas:
