@@ -58,7 +58,8 @@ class Decoded:
 
 
 class _Branch:
-    __slots__ = ("prompt", "guide", "tokens", "logprob", "scanner", "skip", "finish", "n_forced", "rng", "error")
+    __slots__ = ("prompt", "guide", "tokens", "logprob", "scanner", "skip", "finish", "n_forced", "rng",
+                 "error", "closing_len")
 
     def __init__(self, prompt: list[int], guide: Guide, scanner: StopScanner, rng: np.random.Generator | None) -> None:
         self.prompt, self.guide, self.scanner, self.rng = prompt, guide, scanner, rng
@@ -68,6 +69,7 @@ class _Branch:
         self.finish: str | None = None
         self.n_forced = 0
         self.error: str | None = None
+        self.closing_len = -1  # tokens of the shortest completion when last measured; -1: never
 
     def seq(self) -> list[int]:
         return self.prompt + self.tokens
@@ -111,6 +113,13 @@ def _sample_settings(decoder: Decoder) -> tuple[Sample | None, int]:
     if isinstance(decoder, BestOf):
         return decoder.sample, decoder.n
     raise TypeError(f"decode() runs Argmax, Sample or BestOf; got {type(decoder).__name__} (use beam_search)")
+
+
+# The shortest completion is measured (a search in the engine) only while the budget left is
+# within this many tokens of the last measured completion length: far from the budget, one
+# token cannot make the closing text that much longer in practice, and measuring at every
+# step would cost more than the model call.
+CLOSE_SLACK = 16
 
 
 def _completion_tokens(model: Any, guide: Guide) -> list[int] | None:
@@ -179,10 +188,14 @@ def _step(
     for (b, ids), v in zip(pairs, vals, strict=True):
         k = argmax(v) if sampler is None else sample(v, sampler, b.rng)  # type: ignore[arg-type]
         token = int(ids[k]) if ids is not None else k
-        if close_on_budget and not b.guide.free:
-            remaining = max_tokens - len(b.tokens)
+        remaining = max_tokens - len(b.tokens)
+        if close_on_budget and not b.guide.free and (
+            b.closing_len < 0 or remaining - 1 <= b.closing_len + CLOSE_SLACK
+        ):
             g2 = b.guide.copy()
             after = _completion_tokens(model, g2) if g2.consume(token) and token not in vocab.eos_ids else []
+            if after is not None:
+                b.closing_len = len(after)
             if after is not None and len(after) > remaining - 1:
                 _close(model, b)
                 continue
