@@ -162,8 +162,16 @@ def to_ast(g: Grammar) -> tuple[dict[str, Any], str]:
                 items.append(Ref(sym.name))
             else:
                 t = g.terminals[sym.name]
-                plain = t.literal is not None and not t.ignore_case and not t.lazy and t.stop is None and t.max_len is None
-                items.append(Lit(t.literal) if plain and t.literal else Term(t))
+                plain = not t.lazy and t.stop is None and t.max_len is None
+                if plain and t.literal and not t.ignore_case:
+                    items.append(Lit(t.literal))
+                    continue
+                node = None
+                if plain and t.regex is not None:  # a simple regex joins the analysis
+                    from tether.grammar.regex_ast import regex_to_ast
+
+                    node = regex_to_ast(t.regex, flags="i" if t.ignore_case else "", flavor=t.flavor)
+                items.append(node if node is not None else Term(t))
         by.setdefault(r.lhs, []).append(seq(items))
     return {k: alt(v) for k, v in by.items()}, g.start
 

@@ -313,6 +313,11 @@ def _lower_literal_excepts(rules: dict[str, Node]) -> dict[str, Node]:
         return made[key]
 
     def rewrite(n: Node) -> Node:
+        if isinstance(n, Rx) and not n.lazy:  # a simple regex joins the lowering analysis
+            from tether.grammar.regex_ast import regex_to_ast
+
+            got = regex_to_ast(n.pattern, flags=n.flags, flavor=n.flavor)
+            return got if got is not None else n
         if isinstance(n, SetOp) and n.op == "except":
             pats = _literals(n.args[0], rules)
             if pats:
