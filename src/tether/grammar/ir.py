@@ -23,8 +23,10 @@ tuples over regex strings, ``("and", a, b, ...)``, ``("not", a)``,
 ``Terminal.to_node()`` builds the regex-layer node for any terminal.
 
 Lexemes are otherwise matched greedily (longest match), as Lark's and llguidance's
-lexers do; where that differs from the plain context-free reading of a grammar the
-front end says so.
+lexers do. Lark grammars keep that meaning; the GBNF and KBNF front ends and
+``Grammar.sequence``/``union`` choose their terminals so that greedy lexing accepts
+exactly the plain context-free language (``tether.grammar.lower``), and record the
+choices in ``Grammar.lowering``.
 """
 
 from __future__ import annotations
