@@ -41,8 +41,9 @@ def from_regex(pattern: str, *, flavor: Flavor = "python", ignore_case: bool = F
     g = Grammar(start="start")
     nullable = _matches_empty(pattern, flavor, ignore_case)
     if nullable:  # terminals never match ε: the rule carries the empty alternative
-        inner = f"(?i:{pattern})" if ignore_case else pattern
-        t = g.add_terminal(Terminal("REGEX", expr=("and", inner, "(?s:.)+"), flavor=flavor))
+        # "[\s\S]+" (non-empty) is spelled the same in both flavors
+        t = g.add_terminal(Terminal("REGEX", expr=("and", pattern, "[\\s\\S]+"), flavor=flavor,
+                                    ignore_case=ignore_case))
         g.add_rule("start")
     else:
         t = g.add_terminal(Terminal("REGEX", regex=pattern, flavor=flavor, ignore_case=ignore_case))

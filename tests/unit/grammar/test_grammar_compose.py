@@ -75,3 +75,10 @@ def test_composition_after_mutation_uses_the_current_rules() -> None:
     u = Grammar.union(a, Grammar.from_choices(["z"]))
     for s in ["x", "y", "z"]:
         assert cf_accepts(u, s), s
+
+
+@pytest.mark.parametrize("flavor", ["python", "ecma"])
+def test_from_regex_matching_empty_in_both_flavors(flavor: str) -> None:
+    parser = pytest.importorskip("tether.parser")
+    g = Grammar.from_regex("a*", flavor=flavor, ignore_case=True)  # type: ignore[arg-type]
+    assert parser.accepts(g, "") and parser.accepts(g, "aA") and not parser.accepts(g, "b")
