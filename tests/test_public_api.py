@@ -21,3 +21,12 @@ def test_unknown_name_raises_attribute_error() -> None:
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("expected AttributeError")
+
+
+def test_regex_is_the_layer_and_a_constructor() -> None:
+    from tether.program import regex as program_regex
+
+    spec = tether.regex(r"\d+")
+    assert spec == program_regex(r"\d+")
+    assert spec.pattern == r"\d+" and spec.flavor == "python"
+    assert tether.regex.parse is not None  # still the regex layer

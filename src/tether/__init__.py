@@ -24,6 +24,8 @@ _LAZY: dict[str, str] = {
     "ModelError": "tether.errors",
     "QuerySyntaxError": "tether.errors",
     "MissingDependencyError": "tether.errors",
+    # layers whose package is also a public name (``tether.regex(pattern)`` is callable)
+    "regex": "",
     # tokens
     "Vocabulary": "tether.tokens",
     "TokenTrie": "tether.tokens",
@@ -61,7 +63,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'tether' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = (importlib.import_module(f"tether.{name}") if module == ""
+             else getattr(importlib.import_module(module), name))
     globals()[name] = value
     return value
 

@@ -23,16 +23,9 @@ from typing import Any, Literal
 
 from tether.errors import ConstraintError, MissingDependencyError, limited
 from tether.grammar import Grammar, Terminal
+from tether.regex import Regex
 
 Kind = Literal["text", "regex", "choices", "json", "pydantic", "type", "grammar"]
-
-
-@dataclass(frozen=True, slots=True)
-class Regex:
-    """A regex output (see `regex`)."""
-
-    pattern: str
-    flavor: Literal["python", "ecma"] = "python"
 
 
 def regex(pattern: str, *, flavor: Literal["python", "ecma"] = "python") -> Regex:

@@ -8,6 +8,11 @@ classes, case folding) → ``syntax.py`` (Python / ECMA-262 parser, anchors, ``p
 
 from __future__ import annotations
 
+import sys
+import types
+from dataclasses import dataclass
+from typing import Literal
+
 from .ast import (
     ANY_BYTE,
     ANYTHING,
@@ -45,6 +50,29 @@ from .dfa import (
 )
 from .syntax import ANY_CHAR, charset_node, parse, search
 
+
+@dataclass(frozen=True, slots=True)
+class Regex:
+    """A regex *output constraint*: the generated text must match ``pattern`` as a whole.
+
+    Users build it as ``tether.regex(pattern)`` (this module is callable) or
+    ``tether.program.regex(pattern)``; ``generate(..., output=...)`` and grammar
+    composition accept it.
+    """
+
+    pattern: str
+    flavor: Literal["python", "ecma"] = "python"
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``tether.regex(pattern)`` build a `Regex` while ``tether.regex`` stays the layer."""
+
+    def __call__(self, pattern: str, *, flavor: Literal["python", "ecma"] = "python") -> Regex:
+        return Regex(pattern, flavor)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
 __all__ = [
     "ANY_BYTE",
     "ANY_CHAR",
@@ -56,6 +84,7 @@ __all__ = [
     "INF",
     "UNKNOWN",
     "LexerDfa",
+    "Regex",
     "Node",
     "alt",
     "byte_classes",
