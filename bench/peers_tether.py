@@ -101,6 +101,9 @@ class TetherAdapter(EngineAdapter):
     def __init__(self, vocab: Vocab):
         super().__init__(vocab)
         import tether.engine as te
+        import tether.grammar.json_schema  # noqa: F401  (module imports belong to init, as for peers)
+        import tether.parser.earley  # noqa: F401
+        import tether.parser.lexer  # noqa: F401
         from tether.engine.slices import vocab_index
         from tether.tokens.vocabulary import Vocabulary
 
