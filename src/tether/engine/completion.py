@@ -8,6 +8,7 @@ is only pushed where a lexeme ends.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -69,9 +70,10 @@ def forced_tokens(m: Matcher) -> list[int]:
     if cc.tokenize is not None:
         ids = list(cc.tokenize(data))
     else:
-        ids = _greedy_tokenize(trie, data)
-        if ids is None:
+        greedy = _greedy_tokenize(trie, data)
+        if greedy is None:
             return []
+        ids = greedy
     if ids:
         last = cc.vocabulary.tokens[ids[-1]]
         node = trie.find(last)
@@ -207,6 +209,10 @@ def _lexeme_level(m: Matcher, max_lex_states: int = 2000, max_parser_states: int
     return None
 
 
+def _const(x: Any) -> Callable[[], Any]:
+    return lambda: x
+
+
 def _byte_bfs(m: Matcher, max_states: int) -> bytes:
     cc = m.cc
     st = cc.steps
@@ -220,8 +226,12 @@ def _byte_bfs(m: Matcher, max_states: int) -> bytes:
             break
         ls, node, _ = cur = q.popleft()
         parser = parsers[node]
+
+        def here(p: Any = parser) -> Any:
+            return p
+
         for b in _ORDER:
-            s, c, pushes = st.step_detail(ls, node, b, lambda p=parser: p)
+            s, c, pushes = st.step_detail(ls, node, b, here)
             if s == DEAD:
                 continue
             if c != node and c not in parsers:
@@ -237,7 +247,7 @@ def _byte_bfs(m: Matcher, max_states: int) -> bytes:
             if not fresh:
                 a = st.accid_of(s)
                 if a >= 0:
-                    st.transition(c, a, lambda p=parsers[c]: p)
+                    st.transition(c, a, _const(parsers[c]))
             done = cc.is_accepting_at(s, c, fresh)
             if done:
                 out = bytearray()
