@@ -32,13 +32,16 @@ _LAZY: dict[str, str] = {
     # grammar
     "Grammar": "tether.grammar",
     "schema_of": "tether.grammar.pytypes",
+    "parse_value": "tether.grammar.pytypes",
     # engine
     "compile": "tether.engine",
     "CompiledConstraint": "tether.engine",
     "Matcher": "tether.engine",
+    "compute_masks": "tether.engine",
     # models
     "load_model": "tether.models",
     "Costs": "tether.models",
+    "LlamaCppModel": "tether.models",
     # decoding
     "Argmax": "tether.decoding",
     "Sample": "tether.decoding",
