@@ -112,101 +112,340 @@ def _greedy_tokenize(trie: Any, data: bytes) -> list[int] | None:
 
 
 def shortest_completion(m: Matcher, max_states: int = 20000) -> bytes:
-    """A short byte string after which ``m`` is accepting.
+    """A short byte string after which ``m`` is accepting (b"" if it already is).
 
-    First at the lexeme level: finish the current lexeme by the shortest way, then a
-    cheapest sequence of terminals to acceptance (Dijkstra over parser states, each
-    terminal costing the length of its shortest example); the result is checked on a
-    copy of ``m`` (greedy lexing could join two examples). If that fails, a breadth-first
-    search over bytes (exactly shortest, but slow on large grammars).
+    1. Finish the current lexeme: breadth-first over the lexer DFA states from the
+       current one; every accepting state reached first for a new parser node is a
+       candidate (the bytes so far, the node after scanning that lexeme).
+    2. From a parser node: the cheapest way to complete the Earley parse, exactly, by
+       costs over the grammar (each terminal costs the length of its shortest lexeme,
+       found by BFS over that terminal's own DFA; each nonterminal the cheapest
+       derivation, Knuth's fixed point; the open items of the row stack are closed by a
+       shortest path through their origins). Cached per node.
+    3. Candidates are tried cheapest first and checked on a copy of ``m`` (greedy lexing
+       may join two lexemes); if none checks, a breadth-first search over bytes (exactly
+       shortest, bounded by ``max_states``).
 
     Raises:
         ConstraintError: no completion found (``max_states`` explored states).
+    Cost: after warm-up, one BFS over the current lexeme's DFA states plus a check.
     """
     if m._eos or m._accepting_now():
         return b""
-    tail = _lexeme_level(m)
-    if tail is not None:
+    for tail in _candidates(m):
         w = m.copy()
         if w.consume_bytes(tail) and w.is_accepting():
             return tail
     return _byte_bfs(m, max_states)
 
 
-def _examples(cc: Any) -> dict[int, bytes | None]:
-    ex = getattr(cc, "_examples", None)
-    if ex is None:
-        ex = cc._examples = {}
-    return ex  # type: ignore[no-any-return]
+def _completer(cc: Any) -> _Completer:
+    c = getattr(cc, "_completer", None)
+    if c is None:
+        c = cc._completer = _Completer(cc)
+    return c  # type: ignore[no-any-return]
 
 
-def _example(cc: Any, t: int) -> bytes | None:
-    ex = _examples(cc)
-    if t not in ex:
-        from tether.parser.terminals import lexeme_node
-        from tether.regex import example
-
-        ex[t] = example(lexeme_node(cc.tables.terminals[t]))
-    return ex[t]
-
-
-def _lexeme_level(m: Matcher, max_lex_states: int = 2000, max_parser_states: int = 3000
-                  ) -> bytes | None:
-    import heapq
-
+def _candidates(m: Matcher, max_lex_states: int = 4000) -> list[bytes]:
+    """Completions of ``m`` by lexemes, cheapest first (not yet checked)."""
     cc = m.cc
     st = cc.steps
-    starts: list[tuple[bytes, Any]] = []
+    comp = _completer(cc)
+    node0 = m._node
     if m._start:
-        starts.append((b"", m._parser.copy()))
-    else:  # shortest ways to end the current lexeme (inside the lexer DFA)
-        seen = {m._ls}
-        keys: set[Any] = set()
-        q = deque([(m._ls, b"")])
-        while q and len(seen) < max_lex_states and len(starts) < 8:
-            ls, w = q.popleft()
-            a = st.accid_of(ls)
-            if a >= 0:  # the lexeme may end here: keep one way per parser outcome
+        tail = comp.from_node(node0, m._parser)
+        return [] if tail is None else [tail]
+    found: list[tuple[int, int, bytes]] = []
+    nodes: set[int] = set()
+    best = _INF
+    seen = {m._ls}
+    q = deque([(m._ls, b"")])
+    while q and len(seen) < max_lex_states:
+        ls, w = q.popleft()
+        if len(w) >= best:
+            break
+        a = st.accid_of(ls)
+        if a >= 0:  # the lexeme may end here
+            c = st.transition(node0, a, m._parser_at_node)
+            if c >= 0 and c not in nodes:
+                nodes.add(c)
                 p = m._parser.copy()
-                if st.push_lexeme(p, a) and p.row_key() not in keys:
-                    keys.add(p.row_key())
-                    starts.append((w, p))
+                tail = None
+                if st.push_lexeme(p, a):
+                    tail = comp.from_node(c, p)
+                if tail is not None:
+                    found.append((len(w) + len(tail), len(found), w + tail))
+                    best = min(best, len(w) + len(tail))
+            if st.is_lazy_accept(ls):
+                continue  # a lazy lexeme ends at its first match
+        row = st.table[ls]
+        if (row == UNKNOWN).any():
+            st.fill_row(ls)
             row = st.table[ls]
-            if (row == UNKNOWN).any():
-                st.fill_row(ls)
-                row = st.table[ls]
-            for b in _ORDER:
-                s = int(row[b])
-                if s >= 0 and s not in seen:
-                    seen.add(s)
-                    q.append((s, w + bytes([b])))
-    heap: list[tuple[int, int, bytes, Any]] = []
-    k = 0
-    for w, p in starts:
-        heap.append((len(w), k, w, p))
-        k += 1
-    heapq.heapify(heap)
-    best: dict[Any, int] = {}
-    ignore = st.ignore
-    while heap and len(best) < max_parser_states:
-        cost, _, w, p = heapq.heappop(heap)
-        if p.is_accepting():
-            return w
-        key = p.row_key()
-        if best.get(key, cost + 1) <= cost:
-            continue
-        best[key] = cost
-        for t in sorted(p.allowed_terminals()):
-            if t in ignore:
+        for s, b in _targets(row):
+            if s not in seen:
+                seen.add(s)
+                q.append((s, w + bytes([b])))
+    found.sort()
+    return [t for _, _, t in found]
+
+
+_ORDER_ARR = np.array(_ORDER, np.intp)
+
+
+def _targets(row: Any) -> list[tuple[int, int]]:
+    """Distinct live next states of a DFA row, each with its first byte in ``_ORDER``."""
+    r = row[_ORDER_ARR]
+    vals, first = np.unique(r, return_index=True)
+    out = [(int(v), _ORDER[int(i)]) for v, i in zip(vals, first, strict=True) if v >= 0]
+    out.sort(key=lambda x: _ORDER_POS[x[1]])
+    return out
+
+
+_ORDER_POS = {b: i for i, b in enumerate(_ORDER)}
+_INF = 1 << 60
+
+
+class _Completer:
+    """Per-constraint costs for completions (kept on the CompiledConstraint).
+
+    * ``example(t)``: a shortest lexeme of terminal ``t`` (BFS over a private lexer DFA
+      of that terminal alone, which drops empty intersection/complement derivatives);
+    * ``ncost[A]``: length of the cheapest text a nonterminal derives, ``best[A]`` its rule;
+    * ``rest[p]``: cheapest text for the symbols after dotted position ``p``;
+    * ``by_node``: completion bytes per parser node (equal nodes have equal futures).
+    """
+
+    def __init__(self, cc: Any, max_example_states: int = 20000) -> None:
+        self.cc = cc
+        self.t = cc.tables
+        self._max_ex = max_example_states
+        self._dfa: Any = None
+        self._examples: dict[int, bytes | None] = {}
+        self.by_node: dict[int, bytes | None] = {}
+        self._adj: dict[int, dict[int, list[tuple[int, int]]]] = {}
+        self._costs()
+
+    # ---- terminals ------------------------------------------------------------------------
+    def example(self, t: int) -> bytes | None:
+        if t in self._examples:
+            return self._examples[t]
+        ex: bytes | None
+        try:
+            ex = self._bfs_example(t)
+        except Exception:  # noqa: BLE001 -- a limit in the regex layer: no example known
+            ex = None
+        self._examples[t] = ex
+        return ex
+
+    def _bfs_example(self, t: int) -> bytes | None:
+        if self._dfa is None:
+            from tether.parser.terminals import lexeme_node
+            from tether.regex import LexerDfa
+
+            self._dfa = LexerDfa([lexeme_node(x) for x in self.t.terminals],
+                                 max_states=1 << 30)
+        dfa = self._dfa
+        s0 = dfa.start([t])
+        if dfa.accepting(s0):
+            return b""
+        seen = {s0}
+        q = deque([(s0, b"")])
+        while q:
+            s, w = q.popleft()
+            dfa.fill_row(s)
+            for s2, b in _targets(dfa.table[s]):
+                if s2 in seen:
+                    continue
+                if dfa.accepting(s2):
+                    return w + bytes([b])
+                if len(seen) >= self._max_ex:
+                    return None
+                seen.add(s2)
+                q.append((s2, w + bytes([b])))
+        return None
+
+    # ---- grammar costs --------------------------------------------------------------------
+    def _costs(self) -> None:
+        import heapq
+
+        t = self.t
+        n_t, n_s = t.n_terminals, t.n_symbols
+        nullable = t.nullable
+        cost = [_INF] * n_s
+        for i in range(n_t):
+            if nullable[i]:
+                cost[i] = 0
+            else:
+                ex = self.example(i)
+                cost[i] = _INF if ex is None else len(ex)
+        uses: list[list[int]] = [[] for _ in range(n_s)]
+        left = [0] * len(t.rule_lhs)
+        acc = [0] * len(t.rule_lhs)
+        heap: list[tuple[int, int, int]] = []
+        for r, rhs in enumerate(t.rule_rhs):
+            total = 0
+            for s in rhs:
+                if s >= n_t:
+                    left[r] += 1
+                    uses[s].append(r)
+                else:
+                    total += cost[s]
+            acc[r] = total
+            if left[r] == 0 and total < _INF:
+                heap.append((total, r, t.rule_lhs[r]))
+        heapq.heapify(heap)
+        best = [-1] * n_s
+        done = [False] * n_s
+        while heap:
+            c, r, a = heapq.heappop(heap)
+            if done[a]:
                 continue
-            ex = _example(cc, t)
-            if ex is None:
+            done[a], cost[a], best[a] = True, c, r
+            for r2 in uses[a]:
+                left[r2] -= 1
+                acc[r2] += c
+                if left[r2] == 0 and acc[r2] < _INF:
+                    heapq.heappush(heap, (acc[r2], r2, t.rule_lhs[r2]))
+        self.cost, self.best = cost, best
+        sym = t.sym
+        rest = [0] * len(sym)
+        for p in range(len(sym) - 1, -1, -1):
+            s = sym[p]
+            rest[p] = 0 if s < 0 else min(_INF, cost[s] + rest[p + 1])
+        self.rest = rest
+
+    def expand(self, p: int, out: list[int]) -> None:
+        """Append the terminals of the cheapest text for the symbols after position ``p``."""
+        t = self.t
+        sym, n_t, nullable = t.sym, t.n_terminals, t.nullable
+        stack = [p]
+        while stack:
+            q = stack.pop()
+            s = sym[q]
+            if s < 0:
                 continue
-            p2 = p.copy()
-            if p2.push([t]):
-                k += 1
-                heapq.heappush(heap, (cost + len(ex), k, w + ex, p2))
-    return None
+            stack.append(q + 1)
+            if s < n_t:
+                if not nullable[s]:
+                    out.append(s)
+            elif self.cost[s] > 0:
+                stack.append(t.rule_pos[self.best[s]])
+
+    # ---- parser states --------------------------------------------------------------------
+    def from_node(self, node: int, parser: Any) -> bytes | None:
+        """Cheapest completion bytes from ``parser`` (at ``node``), by terminal examples."""
+        if node in self.by_node:
+            return self.by_node[node]
+        terms = self.complete_parse(parser)
+        out: bytes | None = None
+        if terms is not None:
+            parts = [self.example(x) for x in terms]
+            if all(x is not None for x in parts):
+                out = b"".join(parts)  # type: ignore[arg-type]
+        self.by_node[node] = out
+        return out
+
+    def _pred_adj(self, pred: Any) -> dict[int, list[tuple[int, int]]]:
+        """Per nonterminal B: the predicted items ``(Y, q)`` in B's rules waiting on Y
+        (``q``: the position after Y)."""
+        adj = self._adj.get(pred.key)
+        if adj is None:
+            lhs = self.t.lhs
+            adj = {}
+            for y, qs in pred.wait.items():
+                for q in qs:
+                    adj.setdefault(lhs[q], []).append((y, q))
+            self._adj[pred.key] = adj
+        return adj
+
+    def complete_parse(self, parser: Any) -> list[int] | None:
+        """Terminals of a cheapest completion of the Earley parse (None: none finite)."""
+        t = self.t
+        rows = parser.rows
+        pb = t.pos_bits
+        pm = (1 << pb) - 1
+        lhs, rest = t.lhs, self.rest
+        memo: dict[int, dict[int, tuple[int, Any]]] = {}
+
+        def solve(j: int) -> dict[int, tuple[int, Any]]:
+            # rows this one depends on (origins of its waiting kernel items) first
+            stack = [j]
+            while stack:
+                r = stack[-1]
+                if r in memo:
+                    stack.pop()
+                    continue
+                deps = {it >> pb for its in rows[r].kwait.values() for it in its} - memo.keys()
+                if deps:
+                    stack.extend(deps)
+                    continue
+                memo[r] = self._solve_row(rows[r], r, memo, pb, pm)
+                stack.pop()
+            return memo[j]
+
+        row = rows[-1]
+        n = len(rows) - 1
+        best, how = _INF, None
+        if n == 0:
+            best, how = rest[t.rule_pos[0]], ("s", t.rule_pos[0], 0)
+        for it in row.kernel:
+            p, o = it & pm, it >> pb
+            if rest[p] >= best:
+                continue
+            c = solve(o).get(lhs[p])
+            if c is not None and rest[p] + c[0] < best:
+                best, how = rest[p] + c[0], ("k", it)
+        if how is None or best >= _INF:
+            return None
+        out: list[int] = []
+        while True:  # follow the choices down to the accepting item
+            if how[0] == "s":
+                self.expand(how[1], out)
+                return out
+            if how[0] == "k":
+                it = how[1]
+                p, o = it & pm, it >> pb
+                self.expand(p, out)
+                how = memo[o][lhs[p]][1]
+            elif how[0] == "p":
+                q, j = how[1], how[2]
+                self.expand(q, out)
+                how = memo[j][lhs[q]][1]
+            else:  # accepted
+                return out
+
+    def _solve_row(self, row: Any, j: int, memo: dict[int, dict[int, tuple[int, Any]]],
+                   pb: int, pm: int) -> dict[int, tuple[int, Any]]:
+        """Per nonterminal ``A`` waited on in row ``j``: the cheapest cost to finish after
+        completing ``A`` back to ``j``, and how (Dijkstra through the predicted items)."""
+        import heapq
+
+        lhs, rest = self.t.lhs, self.rest
+        heap: list[tuple[int, int, int, Any]] = []
+        k = 0
+        if j == 0:
+            heap.append((0, k, self.t.start, ("a",)))
+        for y, its in row.kwait.items():
+            for it in its:
+                p, o = it & pm, it >> pb
+                c = memo[o].get(lhs[p])
+                if c is not None and rest[p] + c[0] < _INF:
+                    k += 1
+                    heap.append((rest[p] + c[0], k, y, ("k", it)))
+        heapq.heapify(heap)
+        adj = self._pred_adj(row.pred)
+        dist: dict[int, tuple[int, Any]] = {}
+        while heap:
+            c, _, y, how = heapq.heappop(heap)
+            if y in dist:
+                continue
+            dist[y] = (c, how)
+            for y2, q in adj.get(y, ()):
+                if y2 not in dist and rest[q] < _INF:
+                    k += 1
+                    heapq.heappush(heap, (c + rest[q], k, y2, ("p", q, j)))
+        return dist
 
 
 def _const(x: Any) -> Callable[[], Any]:
