@@ -1,16 +1,16 @@
 """Filling lexer-DFA transitions for the engine's slow path, one byte class at a time.
 
-The regex layer's ``LexerDfa.fill_row`` computes a whole row: one derivative per byte
-class of the state's live terminals. A trie walk needs only the classes of the bytes
-that some token continues with — for a state deep inside a lexeme usually one or two —
-so ``fill(dfa, state, need)`` computes just the classes that meet ``need`` (a 256-bit
-int of bytes; None for all) and writes each class into the row through a cached boolean
-byte mask. Entries of the other classes stay UNKNOWN (-2), which the kernels treat as a
-miss, so a partly filled row is always safe to read.
+A trie walk needs only the transitions of the bytes that some token continues with —
+for a state deep inside a lexeme usually one or two byte classes — so
+``fill(state, need)`` asks the regex layer's ``LexerDfa.fill_classes`` for just the
+classes of the state that meet ``need`` (a 256-bit int of bytes; None for all). Each
+class is computed once (one derivative per terminal that can survive it) and written
+into the row at once. Entries of the other classes stay UNKNOWN (-2), which the kernels
+treat as a miss, so a partly filled row is always safe to read.
 
 The engine's DFA belongs to its own ``Lexer`` instance and is only filled through here.
-If the DFA object does not expose the parts this needs (another implementation of the
-regex layer's contract), ``fill`` falls back to ``dfa.fill_row`` (whole rows).
+A DFA without ``fill_classes`` (another implementation of the regex layer's contract)
+is filled by whole rows (``fill_row``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,14 @@ from numpy.typing import NDArray
 DEAD = -1
 UNKNOWN = -2
 ALL = (1 << 256) - 1
+# derivatives (candidate terminals over the state's other byte classes) also computed on a
+# miss: each class filled ahead saves the walk a return to Python (a kernel restart)
+EXTRA = 64
+# new states whose cheap classes are filled right away (the walk reaches a new state just
+# after the transition that created it). Off: on bench/bench_engine_hot.py, 8 states ahead
+# cut kernel restarts from 21k to 7.8k but the derivatives of states never reached cost more
+AHEAD = 0
+EXTRA_AHEAD = 16
 
 _CLASS_BITS: dict[int, NDArray[np.bool_]] = {}
 
@@ -51,38 +59,23 @@ class RowFiller:
 
     def __init__(self, dfa: Any) -> None:
         self.dfa = dfa
-        self._classes: dict[int, list[int]] = {}
-        try:
-            from tether.regex.ast import byte_classes, derivative, lowest_byte
-
-            self._byte_classes, self._derivative, self._lowest = (
-                byte_classes, derivative, lowest_byte)
-            self._pairs, self._prune, self._state_id = dfa._states, dfa._prune, dfa._state_id
-            self.fast = True
-        except (AttributeError, ImportError):
-            self.fast = False
+        fill_classes = getattr(dfa, "fill_classes", None)
+        self.fast = fill_classes is not None
+        self._fill = fill_classes if fill_classes is not None else None
 
     def fill(self, state: int, need: int | None = None) -> None:
-        """Compute the transitions of ``state`` for every byte class meeting ``need``."""
+        """Compute the transitions of ``state`` for every byte class meeting ``need``,
+        then the cheap classes of the states this created (up to ``AHEAD`` of them)."""
         dfa = self.dfa
-        if not self.fast:
+        if self._fill is None:
             dfa.fill_row(state)
             return
-        pairs = self._pairs[state]
-        if not pairs:
-            dfa.table[state] = DEAD
+        n0 = dfa.n_states
+        self._fill(state, need, extra=EXTRA)
+        if dfa.n_states == n0 or dfa.n_states > dfa.max_states // 2:
             return
-        classes = self._classes.get(state)
-        if classes is None:
-            classes = self._classes[state] = list(self._byte_classes(n for _, n in pairs))
-        want = ALL if need is None else need
-        for cls in classes:
-            if not cls & want:
-                continue
-            b = self._lowest(cls)
-            if dfa.table[state, b] != UNKNOWN:
-                continue
-            d = self._derivative
-            nxt = self._prune((t, d(n, b)) for t, n in pairs)
-            target = self._state_id(nxt) if nxt else DEAD
-            dfa.table[state, class_mask(cls)] = target  # re-read: state_id may grow it
+        nxt, todo = n0, AHEAD  # breadth first over the new states, in creation order
+        while nxt < dfa.n_states and todo > 0 and dfa.n_states <= dfa.max_states // 2:
+            self._fill(nxt, 0, extra=EXTRA_AHEAD)
+            nxt += 1
+            todo -= 1

@@ -71,6 +71,7 @@ class StepTables:
         self.nodes: dict[Any, int] = {}
         self.node_allowed: list[frozenset[int]] = []
         self._start_cache: dict[frozenset[int], int] = {}
+        self._acc_upto = 0  # lexer states below this have accid / lazyf set
 
     # ---- lexer side -------------------------------------------------------------------
     @property
@@ -113,14 +114,25 @@ class StepTables:
         """Make the transitions of lexer state ``state`` known for the bytes in ``need``
         (a 256-bit int; None: the whole row)."""
         self.rows.fill(state, need)
+        self._new_states()
 
     def lex_step(self, state: int, b: int) -> int:
         """Lexer transition, filling its byte class if unknown."""
         s = int(self.dfa.table[state, b])
         if s == UNKNOWN:
             self.rows.fill(state, 1 << b)
+            self._new_states()
             s = int(self.dfa.table[state, b])
         return s
+
+    def _new_states(self) -> None:
+        """``accid`` / ``lazyf`` of the lexer states created since the last call (the
+        kernels read them for every state they reach: an unknown one is a miss)."""
+        n = self.dfa.n_states
+        if self._acc_upto < n:
+            for st in range(self._acc_upto, n):
+                self._ensure_accid(st)
+            self._acc_upto = n
 
     def start_state(self, allowed: frozenset[int]) -> int:
         s = self._start_cache.get(allowed)

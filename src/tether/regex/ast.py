@@ -454,25 +454,57 @@ def first_bytes(node: Node) -> int:
 def byte_classes(nodes: Iterable[Node]) -> list[int]:
     """Partition of 0..255 (as byte masks) refining every node's ``firsts``.
 
-    Cost: O(#masks × #classes) big-int operations; at most 256 classes.
+    The partition depends only on the set of distinct ``firsts`` masks, and it is cached
+    by that set (process-wide; states of different DFAs share most of their masks).
+    Cost on a miss: O(#masks × #classes) big-int operations for a few masks, one numpy
+    pass (unique byte signatures) for many; a hit costs collecting the masks.
     """
-    classes = [ALL_BYTES_MASK]
-    seen: set[int] = set()
+    ms: set[int] = set()
     for n in nodes:
-        for m in firsts(n):
-            if m in seen or m == ALL_BYTES_MASK:
-                continue
-            seen.add(m)
-            nxt = []
-            for c in classes:
-                inside = c & m
-                if inside and inside != c:
-                    nxt.append(inside)
-                    nxt.append(c & ~m)
-                else:
-                    nxt.append(c)
-            classes = nxt
-    return classes
+        ms.update(n._firsts if n._firsts is not None else firsts(n))
+    ms.discard(ALL_BYTES_MASK)
+    if not ms:
+        return [ALL_BYTES_MASK]
+    key = frozenset(ms)
+    r = _CLASS_MEMO.get(key)
+    if r is None:
+        r = _refine(ms) if len(ms) <= 24 else _refine_many(ms)
+        if len(_CLASS_MEMO) < 200_000:
+            _CLASS_MEMO[key] = r
+    return list(r)
+
+
+_CLASS_MEMO: dict[frozenset[int], tuple[int, ...]] = {}
+
+
+def _refine(masks: Iterable[int]) -> tuple[int, ...]:
+    classes = [ALL_BYTES_MASK]
+    for m in masks:
+        nxt = []
+        for c in classes:
+            inside = c & m
+            if inside and inside != c:
+                nxt.append(inside)
+                nxt.append(c & ~m)
+            else:
+                nxt.append(c)
+        classes = nxt
+    return tuple(classes)
+
+
+def _refine_many(masks: Iterable[int]) -> tuple[int, ...]:
+    """As ``_refine``, by grouping bytes with equal membership signatures (numpy)."""
+    import numpy as np
+
+    ms = list(masks)
+    raw = np.frombuffer(b"".join(m.to_bytes(32, "little") for m in ms), np.uint8)
+    bits = np.unpackbits(raw.reshape(len(ms), 32), axis=1, bitorder="little")  # masks × 256
+    sig = np.ascontiguousarray(np.packbits(bits, axis=0).T)  # 256 × ceil(#masks / 8)
+    _, first, inv = np.unique(sig, axis=0, return_index=True, return_inverse=True)
+    out = [0] * len(first)
+    for b, c in enumerate(inv.reshape(-1).tolist()):
+        out[c] |= 1 << b
+    return tuple(out)
 
 
 def lowest_byte(mask: int) -> int:
@@ -480,12 +512,16 @@ def lowest_byte(mask: int) -> int:
 
 
 def mask_bytes(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
+    """The bytes of a 256-bit mask, increasing."""
+    if mask.bit_count() <= 16:
+        out = []
+        while mask:
+            low = mask & -mask
+            out.append(low.bit_length() - 1)
+            mask ^= low
+        return out
+    s = bin(mask)[:1:-1]  # bit i at position i
+    return [i for i, c in enumerate(s) if c == "1"]
 
 
 def size(node: Node) -> int:

@@ -28,6 +28,7 @@ from .ast import (
     Node,
     byte_classes,
     derivative,
+    first_bytes,
     lowest_byte,
     mask_bytes,
     to_string,
@@ -61,6 +62,7 @@ class LexerDfa:
         self._live: list[tuple[int, ...]] = []
         self._start_cache: dict[frozenset[int] | None, int] = {}
         self._empty_memo: dict[Node, bool] = {}
+        self._pending: dict[int, list[tuple[int, list[tuple[int, Node]]]]] = {}
         cap = 16
         self.table: NDArray[np.int32] = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         self.accepts: NDArray[np.int8] = np.zeros(cap, dtype=np.int8)
@@ -113,7 +115,12 @@ class LexerDfa:
     def _is_empty(self, n: Node) -> bool:
         r = self._empty_memo.get(n)
         if r is None:
-            r = is_empty(n, limit=self.max_states, known=self._empty_memo) is True
+            key = (n, self.max_states)
+            r = _EMPTY_MEMO.get(key)
+            if r is None:
+                r = is_empty(n, limit=self.max_states, known=self._empty_memo) is True
+                if len(_EMPTY_MEMO) < 1_000_000:
+                    _EMPTY_MEMO[key] = r
             self._empty_memo[n] = r
         return r
 
@@ -144,22 +151,81 @@ class LexerDfa:
         Raises:
             RegexLimitError: if a new state would exceed ``max_states``.
         """
-        if self.table[state, 0] != UNKNOWN:  # rows are written whole
+        self.fill_classes(state, None)
+
+    def byte_classes(self, state: int) -> list[int]:
+        """The byte classes of ``state`` (256-bit masks partitioning 0..255): bytes of
+        one class lead to the same next state."""
+        return byte_classes(n for _, n in self._states[state])
+
+    def fill_classes(self, state: int, need: int | None = None, *, extra: int = 0) -> None:
+        """Compute the transitions of ``state`` for every byte class of the state that
+        meets ``need`` (a 256-bit int of bytes; None: the whole row), each class written
+        at once. Entries of the other classes stay ``UNKNOWN``, except that other classes
+        are filled too while their candidate terminals add up to at most ``extra`` (cheap
+        classes filled ahead save later calls).
+
+        Cost: the state's classes once (cached by mask set), then per class one
+        derivative for each live terminal whose first bytes meet the class (boolean
+        nodes always), cached on the nodes.
+
+        Raises:
+            RegexLimitError: if a new state would exceed ``max_states``.
+        """
+        pending = self._pending.get(state)
+        if pending is None:
+            if self.table[state, 0] != UNKNOWN and (self.table[state] != UNKNOWN).all():
+                return
+            pending = self._pending[state] = self._plan(state)
+        if not pending:
             return
-        pairs = self._states[state]
-        values = np.empty(256, dtype=np.int32)
-        if not pairs:
-            values.fill(DEAD)
-        else:
-            classes = byte_classes(n for _, n in pairs)
-            if len(classes) == 1:
-                nxt = self._prune((t, derivative(n, 0)) for t, n in pairs)
-                values.fill(self._state_id(nxt) if nxt else DEAD)
+        keep = []
+        for item in pending:
+            cls, cands = item
+            if need is not None and not cls & need:
+                if len(cands) > extra:
+                    keep.append(item)
+                    continue
+                extra -= len(cands)
+            b = lowest_byte(cls)
+            nxt = []
+            for t, n in cands:
+                d = n._deriv.get(b)
+                if d is None:
+                    d = derivative(n, b)
+                if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
+                    continue
+                nxt.append((t, d))
+            target = self._state_id(tuple(nxt)) if nxt else DEAD
+            if cls == ALL_BYTES:
+                self.table[state] = target  # re-read: _state_id may replace the table
             else:
-                for cls in classes:
-                    nxt = self._prune((t, derivative(n, lowest_byte(cls))) for t, n in pairs)
-                    values[_class_bits(cls)] = self._state_id(nxt) if nxt else DEAD
-        self.table[state] = values  # self.table may have been replaced by _state_id
+                self.table[state, _class_bits(cls)] = target
+        self._pending[state] = keep
+
+    def _plan(self, state: int) -> list[tuple[int, list[tuple[int, Node]]]]:
+        """Per byte class of ``state``: the (terminal, node) pairs that may survive it."""
+        pairs = self._states[state]
+        if not pairs:
+            return []
+        classes = byte_classes(n for _, n in pairs)
+        groups: dict[int, list[int]] = {}
+        for i, (_, n) in enumerate(pairs):
+            groups.setdefault(first_bytes(n), []).append(i)
+        if len(groups) == 1:
+            return [(cls, list(pairs)) for cls in classes]
+        plan = []
+        for cls in classes:
+            idx: list[int] = []
+            parts = 0
+            for fb, ix in groups.items():
+                if fb & cls:
+                    idx.extend(ix)
+                    parts += 1
+            if parts > 1:
+                idx.sort()
+            plan.append((cls, [pairs[i] for i in idx]))
+        return plan
 
     def step(self, state: int, byte: int) -> int:
         """Next state after ``byte`` (``DEAD`` if no terminal survives); fills lazily."""
@@ -219,6 +285,10 @@ class LexerDfa:
         return len(seen)
 
 
+ALL_BYTES = (1 << 256) - 1
+# (node, limit) -> the answer of ``LexerDfa._is_empty``, shared by all DFAs. A True is a
+# decided emptiness; a False may stand for "undecided within the limit" (as per DFA)
+_EMPTY_MEMO: dict[tuple[Node, int], bool] = {}
 _CLASS_BITS: dict[int, NDArray[np.bool_]] = {}
 
 
