@@ -8,7 +8,7 @@ is only pushed where a lexeme ends.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -146,48 +146,47 @@ def _completer(cc: Any) -> _Completer:
     return c  # type: ignore[no-any-return]
 
 
-def _candidates(m: Matcher, max_lex_states: int = 4000) -> list[bytes]:
-    """Completions of ``m`` by lexemes, cheapest first (not yet checked)."""
+def _candidates(m: Matcher) -> Iterator[bytes]:
+    """Completions of ``m`` by lexemes, cheapest first (not yet checked).
+
+    At a lexeme start: the cheapest completion of the parser node. Inside a lexeme: per
+    terminal still alive in it, the shortest rest of that terminal (BFS over its own DFA
+    from its derivative) plus the cheapest completion of the parse after scanning it.
+    The minimum over them is a lower bound of every completion, so a candidate that
+    checks is a shortest completion."""
     cc = m.cc
     st = cc.steps
     comp = _completer(cc)
     node0 = m._node
+    allowed = m._parser.allowed_terminals()
+    found: list[tuple[int, int, bytes]] = []
     if m._start:
         tail = comp.from_node(node0, m._parser)
-        return [] if tail is None else [tail]
-    found: list[tuple[int, int, bytes]] = []
-    nodes: set[int] = set()
-    best = _INF
-    seen = {m._ls}
-    q = deque([(m._ls, b"")])
-    while q and len(seen) < max_lex_states:
-        ls, w = q.popleft()
-        if len(w) >= best:
-            break
-        a = st.accid_of(ls)
-        if a >= 0:  # the lexeme may end here
-            c = st.transition(node0, a, m._parser_at_node)
-            if c >= 0 and c not in nodes:
-                nodes.add(c)
-                p = m._parser.copy()
-                tail = None
-                if st.push_lexeme(p, a):
-                    tail = comp.from_node(c, p)
-                if tail is not None:
-                    found.append((len(w) + len(tail), len(found), w + tail))
-                    best = min(best, len(w) + len(tail))
-            if st.is_lazy_accept(ls):
-                continue  # a lazy lexeme ends at its first match
-        row = st.table[ls]
-        if (row == UNKNOWN).any():
-            st.fill_row(ls)
-            row = st.table[ls]
-        for s, b in _targets(row):
-            if s not in seen:
-                seen.add(s)
-                q.append((s, w + bytes([b])))
+        if tail is not None:
+            yield tail
+        for t in sorted(allowed):  # other first lexemes, in case greedy lexing joins
+            ex = comp.example(t)
+            after = None if ex is None else comp.after_terminal(node0, t, m._parser)
+            if after is not None and ex is not None and ex + after != tail:
+                found.append((len(ex) + len(after), t, ex + after))
+        found.sort()
+        yield from dict.fromkeys(x for _, _, x in found)
+        return
+    dfa = st.dfa
+    for t in dfa.live(m._ls):
+        if t in allowed:
+            after = comp.after_terminal(node0, t, m._parser)
+        elif t in st.ignore:
+            after = comp.from_node(node0, m._parser)
+        else:
+            continue
+        if after is None:
+            continue
+        w = comp.finish(t, dfa.derivative_of(m._ls, t))
+        if w is not None:
+            found.append((len(w) + len(after), t, w + after))
     found.sort()
-    return [t for _, _, t in found]
+    yield from dict.fromkeys(x for _, _, x in found)
 
 
 _ORDER_ARR = np.array(_ORDER, np.intp)
@@ -222,48 +221,68 @@ class _Completer:
         self._max_ex = max_example_states
         self._dfa: Any = None
         self._examples: dict[int, bytes | None] = {}
+        self._finish: dict[int, bytes | None] = {}
+        self._after: dict[tuple[int, int], bytes | None] = {}
         self.by_node: dict[int, bytes | None] = {}
         self._adj: dict[int, dict[int, list[tuple[int, int]]]] = {}
         self._costs()
 
     # ---- terminals ------------------------------------------------------------------------
-    def example(self, t: int) -> bytes | None:
-        if t in self._examples:
-            return self._examples[t]
-        ex: bytes | None
-        try:
-            ex = self._bfs_example(t)
-        except Exception:  # noqa: BLE001 -- a limit in the regex layer: no example known
-            ex = None
-        self._examples[t] = ex
-        return ex
-
-    def _bfs_example(self, t: int) -> bytes | None:
+    def _private_dfa(self) -> Any:
         if self._dfa is None:
             from tether.parser.terminals import lexeme_node
             from tether.regex import LexerDfa
 
             self._dfa = LexerDfa([lexeme_node(x) for x in self.t.terminals],
                                  max_states=1 << 30)
-        dfa = self._dfa
-        s0 = dfa.start([t])
+        return self._dfa
+
+    def example(self, t: int) -> bytes | None:
+        """A shortest lexeme of terminal ``t`` (None: none found)."""
+        if t not in self._examples:
+            try:
+                self._examples[t] = self._shortest(self._private_dfa().start([t]))
+            except Exception:  # noqa: BLE001 -- a limit in the regex layer: no example known
+                self._examples[t] = None
+        return self._examples[t]
+
+    def finish(self, t: int, rest: Any) -> bytes | None:
+        """Shortest bytes after which the regex ``rest`` (a derivative of terminal ``t``)
+        matches (b"" if it already does)."""
+        try:
+            dfa = self._private_dfa()
+            s = dfa.state_of([(t, rest)])
+            return self._shortest(s)
+        except Exception:  # noqa: BLE001
+            return None
+
+    def _shortest(self, s0: int) -> bytes | None:
+        got = self._finish.get(s0, False)
+        if got is not False:
+            return got  # type: ignore[return-value]
+        dfa = self._private_dfa()
+        out: bytes | None = None
         if dfa.accepting(s0):
-            return b""
-        seen = {s0}
-        q = deque([(s0, b"")])
-        while q:
-            s, w = q.popleft()
-            dfa.fill_row(s)
-            for s2, b in _targets(dfa.table[s]):
-                if s2 in seen:
-                    continue
-                if dfa.accepting(s2):
-                    return w + bytes([b])
-                if len(seen) >= self._max_ex:
-                    return None
-                seen.add(s2)
-                q.append((s2, w + bytes([b])))
-        return None
+            out = b""
+        else:
+            seen = {s0}
+            q = deque([(s0, b"")])
+            while q and out is None:
+                s, w = q.popleft()
+                dfa.fill_row(s)
+                for s2, b in _targets(dfa.table[s]):
+                    if s2 in seen:
+                        continue
+                    if dfa.accepting(s2):
+                        out = w + bytes([b])
+                        break
+                    if len(seen) >= self._max_ex:
+                        q.clear()
+                        break
+                    seen.add(s2)
+                    q.append((s2, w + bytes([b])))
+        self._finish[s0] = out
+        return out
 
     # ---- grammar costs --------------------------------------------------------------------
     def _costs(self) -> None:
@@ -335,16 +354,25 @@ class _Completer:
     # ---- parser states --------------------------------------------------------------------
     def from_node(self, node: int, parser: Any) -> bytes | None:
         """Cheapest completion bytes from ``parser`` (at ``node``), by terminal examples."""
-        if node in self.by_node:
-            return self.by_node[node]
-        terms = self.complete_parse(parser)
-        out: bytes | None = None
-        if terms is not None:
-            parts = [self.example(x) for x in terms]
-            if all(x is not None for x in parts):
-                out = b"".join(parts)  # type: ignore[arg-type]
-        self.by_node[node] = out
-        return out
+        if node not in self.by_node:
+            self.by_node[node] = self._bytes(self.complete_parse(parser))
+        return self.by_node[node]
+
+    def after_terminal(self, node: int, t: int, parser: Any) -> bytes | None:
+        """Cheapest completion bytes from ``parser`` (at ``node``) once a lexeme of
+        terminal ``t`` is scanned (the lexeme itself not included)."""
+        key = (node, t)
+        if key not in self._after:
+            self._after[key] = self._bytes(self.complete_parse(parser, t))
+        return self._after[key]
+
+    def _bytes(self, terms: list[int] | None) -> bytes | None:
+        if terms is None:
+            return None
+        parts = [self.example(x) for x in terms]
+        if any(x is None for x in parts):
+            return None
+        return b"".join(parts)  # type: ignore[arg-type]
 
     def _pred_adj(self, pred: Any) -> dict[int, list[tuple[int, int]]]:
         """Per nonterminal B: the predicted items ``(Y, q)`` in B's rules waiting on Y
@@ -359,8 +387,9 @@ class _Completer:
             self._adj[pred.key] = adj
         return adj
 
-    def complete_parse(self, parser: Any) -> list[int] | None:
-        """Terminals of a cheapest completion of the Earley parse (None: none finite)."""
+    def complete_parse(self, parser: Any, first: int | None = None) -> list[int] | None:
+        """Terminals of a cheapest completion of the Earley parse (None: none finite);
+        with ``first``: of the parse after scanning a lexeme of that terminal."""
         t = self.t
         rows = parser.rows
         pb = t.pos_bits
@@ -387,9 +416,17 @@ class _Completer:
         row = rows[-1]
         n = len(rows) - 1
         best, how = _INF, None
-        if n == 0:
-            best, how = rest[t.rule_pos[0]], ("s", t.rule_pos[0], 0)
-        for it in row.kernel:
+        if first is not None:  # the items that scan it, advanced past it
+            kernel: Any = row.kscan.get(first, ())
+            for q in row.pred.scan.get(first, ()):
+                c = solve(n).get(lhs[q])
+                if c is not None and rest[q] + c[0] < best:
+                    best, how = rest[q] + c[0], ("p", q, n)
+        else:
+            kernel = row.kernel
+            if n == 0:
+                best, how = rest[t.rule_pos[0]], ("s", t.rule_pos[0], 0)
+        for it in kernel:
             p, o = it & pm, it >> pb
             if rest[p] >= best:
                 continue

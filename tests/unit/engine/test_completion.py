@@ -125,3 +125,21 @@ def test_completion_is_cached_per_parser_node(vocab: Vocabulary) -> None:
     known = dict(comp.by_node)
     assert m.shortest_completion() == first
     assert comp.by_node == known
+
+
+def test_joined_lexemes_fall_back_to_an_exact_search(vocab: Vocabulary) -> None:
+    """``A B`` with ``A = a+`` and ``B = a`` can never be lexed (greedy ``A`` takes every
+    ``a``), so the cheapest lexeme sequence ``aa`` does not check; ``abb`` does."""
+    from tether.grammar.ir import Grammar, T, Terminal
+
+    g = Grammar(start="start")
+    g.add_terminal(Terminal("A", regex=r"a+"))
+    g.add_terminal(Terminal("B", literal="a"))
+    g.add_terminal(Terminal("C", literal="bb"))
+    g.add_rule("start", T("A"), T("B"))
+    g.add_rule("start", T("A"), T("C"))
+    cc = compile(g, vocab)
+    for prefix, tail in [(b"", b"abb"), (b"a", b"bb"), (b"aaa", b"bb")]:
+        m = cc.matcher()
+        assert m.consume_bytes(prefix)
+        assert m.shortest_completion() == tail
