@@ -415,7 +415,8 @@ class _Completer:
 
         row = rows[-1]
         n = len(rows) - 1
-        best, how = _INF, None
+        best = _INF
+        how: tuple[Any, ...] | None = None
         if first is not None:  # the items that scan it, advanced past it
             kernel: Any = row.kscan.get(first, ())
             for q in row.pred.scan.get(first, ()):
@@ -474,14 +475,14 @@ class _Completer:
         adj = self._pred_adj(row.pred)
         dist: dict[int, tuple[int, Any]] = {}
         while heap:
-            c, _, y, how = heapq.heappop(heap)
+            d, _, y, how = heapq.heappop(heap)
             if y in dist:
                 continue
-            dist[y] = (c, how)
+            dist[y] = (d, how)
             for y2, q in adj.get(y, ()):
                 if y2 not in dist and rest[q] < _INF:
                     k += 1
-                    heapq.heappush(heap, (c + rest[q], k, y2, ("p", q, j)))
+                    heapq.heappush(heap, (d + rest[q], k, y2, ("p", q, j)))
         return dist
 
 
