@@ -62,7 +62,7 @@ class LexerDfa:
         self._live: list[tuple[int, ...]] = []
         self._start_cache: dict[frozenset[int] | None, int] = {}
         self._empty_memo: dict[Node, bool] = {}
-        self._pending: dict[int, list[tuple[int, list[tuple[int, Node]]]]] = {}
+        self._pending: dict[int, list] = {}  # type: ignore[type-arg]  # state -> _plan
         cap = 16
         self.table: NDArray[np.int32] = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         self.accepts: NDArray[np.int8] = np.zeros(cap, dtype=np.int8)
@@ -172,19 +172,33 @@ class LexerDfa:
         Raises:
             RegexLimitError: if a new state would exceed ``max_states``.
         """
-        pending = self._pending.get(state)
-        if pending is None:
+        plan = self._pending.get(state)
+        if plan is None:
             if self.table[state, 0] != UNKNOWN and (self.table[state] != UNKNOWN).all():
                 return
-            pending = self._pending[state] = self._plan(state)
+            plan = self._pending[state] = self._plan(state)
+        pairs, groups, pending = plan
         if not pending:
             return
         keep = []
-        for item in pending:
-            cls, cands = item
+        table = self.table
+        row = table[state]  # a view; re-taken when _state_id replaces the table
+        for cls in pending:
+            if groups is None:
+                cands = pairs
+            else:
+                idx: list[int] = []
+                parts = 0
+                for fb, ix in groups:
+                    if fb & cls:
+                        idx.extend(ix)
+                        parts += 1
+                if parts > 1:
+                    idx.sort()
+                cands = [pairs[i] for i in idx]
             if need is not None and not cls & need:
                 if len(cands) > extra:
-                    keep.append(item)
+                    keep.append(cls)
                     continue
                 extra -= len(cands)
             b = lowest_byte(cls)
@@ -197,35 +211,31 @@ class LexerDfa:
                     continue
                 nxt.append((t, d))
             target = self._state_id(tuple(nxt)) if nxt else DEAD
-            if cls == ALL_BYTES:
-                self.table[state] = target  # re-read: _state_id may replace the table
+            if self.table is not table:
+                table = self.table
+                row = table[state]
+            if cls & (cls - 1) == 0:
+                row[b] = target  # one byte
+            elif cls == ALL_BYTES:
+                row[:] = target
             else:
-                self.table[state, _class_bits(cls)] = target
-        self._pending[state] = keep
+                row[_class_bits(cls)] = target
+        plan[2] = keep
 
-    def _plan(self, state: int) -> list[tuple[int, list[tuple[int, Node]]]]:
-        """Per byte class of ``state``: the (terminal, node) pairs that may survive it."""
+    def _plan(self, state: int) -> list:  # type: ignore[type-arg]
+        """``[pairs, groups, classes]``: the state's pairs, its pair indices grouped by
+        first bytes (None if one group: every pair is a candidate for every class), and
+        its byte classes not filled yet."""
         pairs = self._states[state]
         if not pairs:
-            return []
+            return [pairs, None, []]
         classes = byte_classes(n for _, n in pairs)
+        if len(pairs) == 1:
+            return [pairs, None, classes]
         groups: dict[int, list[int]] = {}
         for i, (_, n) in enumerate(pairs):
             groups.setdefault(first_bytes(n), []).append(i)
-        if len(groups) == 1:
-            return [(cls, list(pairs)) for cls in classes]
-        plan = []
-        for cls in classes:
-            idx: list[int] = []
-            parts = 0
-            for fb, ix in groups.items():
-                if fb & cls:
-                    idx.extend(ix)
-                    parts += 1
-            if parts > 1:
-                idx.sort()
-            plan.append((cls, [pairs[i] for i in idx]))
-        return plan
+        return [pairs, None if len(groups) == 1 else list(groups.items()), classes]
 
     def step(self, state: int, byte: int) -> int:
         """Next state after ``byte`` (``DEAD`` if no terminal survives); fills lazily."""
