@@ -161,9 +161,10 @@ class LexerDfa:
     def fill_classes(self, state: int, need: int | None = None, *, extra: int = 0) -> None:
         """Compute the transitions of ``state`` for every byte class of the state that
         meets ``need`` (a 256-bit int of bytes; None: the whole row), each class written
-        at once. Entries of the other classes stay ``UNKNOWN``, except that other classes
-        are filled too while their candidate terminals add up to at most ``extra`` (cheap
-        classes filled ahead save later calls).
+        at once. Entries of the other classes stay ``UNKNOWN``, except that in a state of
+        at most ``extra`` live terminals other classes are filled too, as long as their
+        derivatives (live terminals each) add up to at most ``extra`` (cheap classes
+        filled ahead save later calls).
 
         Cost: the state's classes once (cached by mask set), then per class one
         derivative for each live terminal whose first bytes meet the class (boolean
@@ -183,7 +184,13 @@ class LexerDfa:
         keep = []
         table = self.table
         row = table[state]  # a view; re-taken when _state_id replaces the table
+        npairs = len(pairs)
         for cls in pending:
+            if need is not None and not cls & need:
+                if npairs > extra:  # an unneeded class: only in a state with few terminals
+                    keep.append(cls)
+                    continue
+                extra -= npairs
             if groups is None:
                 cands = pairs
             else:
@@ -196,11 +203,6 @@ class LexerDfa:
                 if parts > 1:
                     idx.sort()
                 cands = [pairs[i] for i in idx]
-            if need is not None and not cls & need:
-                if len(cands) > extra:
-                    keep.append(cls)
-                    continue
-                extra -= len(cands)
             b = lowest_byte(cls)
             nxt = []
             for t, n in cands:
