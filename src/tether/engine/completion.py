@@ -112,23 +112,27 @@ def _greedy_tokenize(trie: Any, data: bytes) -> list[int] | None:
 
 
 def shortest_completion(m: Matcher, max_states: int = 20000) -> bytes:
-    """A short byte string after which ``m`` is accepting (b"" if it already is).
+    """A shortest byte string after which ``m`` is accepting (b"" if it already is).
 
-    1. Finish the current lexeme: breadth-first over the lexer DFA states from the
-       current one; every accepting state reached first for a new parser node is a
-       candidate (the bytes so far, the node after scanning that lexeme).
-    2. From a parser node: the cheapest way to complete the Earley parse, exactly, by
-       costs over the grammar (each terminal costs the length of its shortest lexeme,
-       found by BFS over that terminal's own DFA; each nonterminal the cheapest
-       derivation, Knuth's fixed point; the open items of the row stack are closed by a
-       shortest path through their origins). Cached per node.
-    3. Candidates are tried cheapest first and checked on a copy of ``m`` (greedy lexing
-       may join two lexemes); if none checks, a breadth-first search over bytes (exactly
-       shortest, bounded by ``max_states``).
+    1. Costs over the grammar, once per compiled constraint: each terminal costs the
+       length of its shortest lexeme (BFS over that terminal's own lexer DFA, which drops
+       empty intersection/complement derivatives), each nonterminal its cheapest
+       derivation (Knuth's fixed point), each dotted position the rest of its rule.
+    2. From the Earley row stack, the cheapest completion exactly: per row, a shortest
+       path from each open item through its origin row down to the accepting item.
+       Cached per parser node (equal nodes have equal futures).
+    3. Inside a lexeme: per terminal still alive in it, the shortest end of that
+       terminal (BFS from its derivative) plus the cheapest completion after scanning
+       it. The cheapest of these is a lower bound of every completion.
+    4. Candidates are checked cheapest first on a copy of ``m`` (greedy lexing may join
+       two lexemes), so a candidate that checks is a shortest completion; if none does,
+       a breadth-first search over bytes (exactly shortest, bounded by ``max_states``).
 
     Raises:
         ConstraintError: no completion found (``max_states`` explored states).
-    Cost: after warm-up, one BFS over the current lexeme's DFA states plus a check.
+    Cost: after warm-up (all terminal examples, grammar costs: milliseconds to a few
+    hundred for large JSON Schemas), per call one derivative BFS per live terminal
+    (cached) and a check; a new parser node costs one pass over the open rows.
     """
     if m._eos or m._accepting_now():
         return b""
@@ -210,7 +214,7 @@ class _Completer:
 
     * ``example(t)``: a shortest lexeme of terminal ``t`` (BFS over a private lexer DFA
       of that terminal alone, which drops empty intersection/complement derivatives);
-    * ``ncost[A]``: length of the cheapest text a nonterminal derives, ``best[A]`` its rule;
+    * ``cost[s]``: length of the cheapest text a symbol derives, ``best[A]`` the rule;
     * ``rest[p]``: cheapest text for the symbols after dotted position ``p``;
     * ``by_node``: completion bytes per parser node (equal nodes have equal futures).
     """
@@ -234,7 +238,7 @@ class _Completer:
             from tether.regex import LexerDfa
 
             self._dfa = LexerDfa([lexeme_node(x) for x in self.t.terminals],
-                                 max_states=1 << 30)
+                                 max_states=100_000)
         return self._dfa
 
     def example(self, t: int) -> bytes | None:
