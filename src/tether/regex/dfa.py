@@ -222,7 +222,10 @@ class LexerDfa:
                 row[:] = target
             else:
                 row[_class_bits(cls)] = target
-        plan[2] = keep
+        if keep:
+            plan[2] = keep
+        else:
+            self._pending[state] = _FILLED  # row complete: drop the plan
 
     def _plan(self, state: int) -> list:  # type: ignore[type-arg]
         """``[pairs, groups, classes]``: the state's pairs, its pair indices grouped by
@@ -298,6 +301,7 @@ class LexerDfa:
 
 
 ALL_BYTES = (1 << 256) - 1
+_FILLED: list = [(), None, []]  # type: ignore[type-arg]  # the plan of a complete row
 # (node, limit) -> the answer of ``LexerDfa._is_empty``, shared by all DFAs. A True is a
 # decided emptiness; a False may stand for "undecided within the limit" (as per DFA)
 _EMPTY_MEMO: dict[tuple[Node, int], bool] = {}
