@@ -456,8 +456,9 @@ def byte_classes(nodes: Iterable[Node]) -> list[int]:
 
     The partition depends only on the set of distinct ``firsts`` masks, and it is cached
     by that set (process-wide; states of different DFAs share most of their masks).
-    Cost on a miss: O(#masks × #classes) big-int operations for a few masks, one numpy
-    pass (unique byte signatures) for many; a hit costs collecting the masks.
+    Cost on a miss: O(#masks × #classes) big-int operations up to 150 masks (faster than
+    numpy below that: 33 µs for 25 masks, 180 µs for 80), one numpy pass (unique byte
+    signatures) beyond; a hit costs collecting the masks.
     """
     ms: set[int] = set()
     for n in nodes:
@@ -468,7 +469,7 @@ def byte_classes(nodes: Iterable[Node]) -> list[int]:
     key = frozenset(ms)
     r = _CLASS_MEMO.get(key)
     if r is None:
-        r = _refine(ms) if len(ms) <= 24 else _refine_many(ms)
+        r = _refine(ms) if len(ms) <= 150 else _refine_many(ms)
         if len(_CLASS_MEMO) < 200_000:
             _CLASS_MEMO[key] = r
     return list(r)
