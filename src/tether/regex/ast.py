@@ -478,9 +478,14 @@ def byte_classes(nodes: Iterable[Node]) -> list[int]:
 _CLASS_MEMO: dict[frozenset[int], tuple[int, ...]] = {}
 
 
-def _refine(masks: Iterable[int]) -> tuple[int, ...]:
+def _refine(masks: set[int]) -> tuple[int, ...]:
+    # single bytes (literals) are classes of their own: split them off at the end, in one
+    # pass, instead of one pass over the classes each
+    singles = [m for m in masks if not m & (m - 1)]
     classes = [ALL_BYTES_MASK]
     for m in masks:
+        if not m & (m - 1):
+            continue
         nxt = []
         for c in classes:
             inside = c & m
@@ -490,6 +495,12 @@ def _refine(masks: Iterable[int]) -> tuple[int, ...]:
             else:
                 nxt.append(c)
         classes = nxt
+    if singles:
+        sm = 0
+        for m in singles:
+            sm |= m
+        classes = [r for r in (c & ~sm for c in classes) if r]
+        classes.extend(singles)
     return tuple(classes)
 
 
