@@ -457,7 +457,7 @@ def byte_classes(nodes: Iterable[Node]) -> list[int]:
     The partition depends only on the set of distinct ``firsts`` masks, and it is cached
     by that set (process-wide; states of different DFAs share most of their masks).
     Cost on a miss: O(#masks × #classes) big-int operations up to 150 masks (faster than
-    numpy below that: 33 µs for 25 masks, 180 µs for 80), one numpy pass (unique byte
+    numpy below that: 13 µs for 25 masks, 73 µs for 80), one numpy pass (unique byte
     signatures) beyond; a hit costs collecting the masks.
     """
     ms: set[int] = set()
