@@ -7,7 +7,7 @@ is only pushed where a lexeme ends.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -136,9 +136,15 @@ def shortest_completion(m: Matcher, max_states: int = 20000) -> bytes:
     """
     if m._eos or m._accepting_now():
         return b""
+    comp = _completer(m.cc)
+    key = (m._ls, m._node, m._start)
+    hit = comp.verified.get(key)
+    if hit is not None:
+        return hit
     for tail in _candidates(m):
         w = m.copy()
         if w.consume_bytes(tail) and w.is_accepting():
+            comp.verified[key] = tail
             return tail
     return _byte_bfs(m, max_states)
 
@@ -176,7 +182,10 @@ def _candidates(m: Matcher) -> Iterator[bytes]:
         found.sort()
         yield from dict.fromkeys(x for _, _, x in found)
         return
+    import heapq
+
     dfa = st.dfa
+    afters: list[tuple[int, int, bytes]] = []
     for t in dfa.live(m._ls):
         if t in allowed:
             after = comp.after_terminal(node0, t, m._parser)
@@ -184,13 +193,25 @@ def _candidates(m: Matcher) -> Iterator[bytes]:
             after = comp.from_node(node0, m._parser)
         else:
             continue
-        if after is None:
-            continue
+        if after is not None:
+            afters.append((len(after), t, after))
+    afters.sort()
+    # the lexeme's end is searched only while it can still give the cheapest candidate
+    done: set[bytes] = set()
+    for i, (n, t, after) in enumerate(afters):
+        while found and found[0][0] <= n:
+            tail = heapq.heappop(found)[2]
+            if tail not in done:
+                done.add(tail)
+                yield tail
         w = comp.finish(t, dfa.derivative_of(m._ls, t))
         if w is not None:
-            found.append((len(w) + len(after), t, w + after))
-    found.sort()
-    yield from dict.fromkeys(x for _, _, x in found)
+            heapq.heappush(found, (len(w) + n, i, w + after))
+    while found:
+        tail = heapq.heappop(found)[2]
+        if tail not in done:
+            done.add(tail)
+            yield tail
 
 
 _ORDER_ARR = np.array(_ORDER, np.intp)
@@ -207,6 +228,8 @@ def _targets(row: Any) -> list[tuple[int, int]]:
 
 _ORDER_POS = {b: i for i, b in enumerate(_ORDER)}
 _INF = 1 << 60
+_ROW_CACHE = 4096  # solved rows kept across calls
+_PRIVATE_STATES = 20_000  # private example DFA: rebuilt past this many states
 
 
 class _Completer:
@@ -228,24 +251,36 @@ class _Completer:
         self._finish: dict[int, bytes | None] = {}
         self._after: dict[tuple[int, int], bytes | None] = {}
         self.by_node: dict[int, bytes | None] = {}
+        self.verified: dict[tuple[int, int, bool], bytes] = {}  # matcher state -> checked tail
+        self._rows: OrderedDict[int, tuple[Any, dict[int, tuple[int, Any]]]] = OrderedDict()
         self._adj: dict[int, dict[int, list[tuple[int, int]]]] = {}
         self._costs()
 
     # ---- terminals ------------------------------------------------------------------------
     def _private_dfa(self) -> Any:
+        if self._dfa is not None and self._dfa.n_states > _PRIVATE_STATES:
+            self._dfa = None  # start afresh (examples are kept as bytes)
+            self._finish.clear()
         if self._dfa is None:
             from tether.parser.terminals import lexeme_node
             from tether.regex import LexerDfa
 
             self._dfa = LexerDfa([lexeme_node(x) for x in self.t.terminals],
-                                 max_states=100_000)
+                                 max_states=4 * _PRIVATE_STATES)
         return self._dfa
 
     def example(self, t: int) -> bytes | None:
         """A shortest lexeme of terminal ``t`` (None: none found)."""
         if t not in self._examples:
+            term = self.t.terminals[t]
+            lit = term.literal
+            if (lit and not term.ignore_case and not term.stop
+                    and (term.max_len is None or term.max_len >= len(lit.encode("utf-8")))):
+                self._examples[t] = lit.encode("utf-8")  # the only member
+                return self._examples[t]
             try:
-                self._examples[t] = self._shortest(self._private_dfa().start([t]))
+                dfa = self._private_dfa()
+                self._examples[t] = self._shortest(dfa, dfa.start([t]))
             except Exception:  # noqa: BLE001 -- a limit in the regex layer: no example known
                 self._examples[t] = None
         return self._examples[t]
@@ -255,16 +290,14 @@ class _Completer:
         matches (b"" if it already does)."""
         try:
             dfa = self._private_dfa()
-            s = dfa.state_of([(t, rest)])
-            return self._shortest(s)
+            return self._shortest(dfa, dfa.state_of([(t, rest)]))
         except Exception:  # noqa: BLE001
             return None
 
-    def _shortest(self, s0: int) -> bytes | None:
+    def _shortest(self, dfa: Any, s0: int) -> bytes | None:
         got = self._finish.get(s0, False)
         if got is not False:
             return got  # type: ignore[return-value]
-        dfa = self._private_dfa()
         out: bytes | None = None
         if dfa.accepting(s0):
             out = b""
@@ -409,11 +442,16 @@ class _Completer:
                 if r in memo:
                     stack.pop()
                     continue
+                hit = self._rows.get(id(rows[r]))
+                if hit is not None and hit[0] is rows[r]:
+                    memo[r] = hit[1]
+                    stack.pop()
+                    continue
                 deps = {it >> pb for its in rows[r].kwait.values() for it in its} - memo.keys()
                 if deps:
                     stack.extend(deps)
                     continue
-                memo[r] = self._solve_row(rows[r], r, memo, pb, pm)
+                memo[r] = self._row_ctx(rows[r], r, memo, pb, pm)
                 stack.pop()
             return memo[j]
 
@@ -449,13 +487,26 @@ class _Completer:
                 it = how[1]
                 p, o = it & pm, it >> pb
                 self.expand(p, out)
-                how = memo[o][lhs[p]][1]
+                how = solve(o)[lhs[p]][1]
             elif how[0] == "p":
                 q, j = how[1], how[2]
                 self.expand(q, out)
-                how = memo[j][lhs[q]][1]
+                how = solve(j)[lhs[q]][1]
             else:  # accepted
                 return out
+
+    def _row_ctx(self, row: Any, j: int, memo: dict[int, dict[int, tuple[int, Any]]],
+                 pb: int, pm: int) -> dict[int, tuple[int, Any]]:
+        """``_solve_row`` cached per row object (a row's stack below it never changes, so
+        its solution is a function of the object; the object is kept to pin its id)."""
+        hit = self._rows.get(id(row))
+        if hit is not None and hit[0] is row:
+            return hit[1]
+        dist = self._solve_row(row, j, memo, pb, pm)
+        self._rows[id(row)] = (row, dist)
+        if len(self._rows) > _ROW_CACHE:
+            self._rows.popitem(last=False)
+        return dist
 
     def _solve_row(self, row: Any, j: int, memo: dict[int, dict[int, tuple[int, Any]]],
                    pb: int, pm: int) -> dict[int, tuple[int, Any]]:
