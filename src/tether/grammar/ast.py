@@ -12,35 +12,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tether.regex import charset
+
 MAX_CP = 0x10FFFF
 
 Ranges = tuple[tuple[int, int], ...]
 
 
-def normalize(ranges: list[tuple[int, int]] | Ranges) -> Ranges:
-    """Sort and merge overlapping or adjacent ranges."""
-    out: list[list[int]] = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return tuple((a, b) for a, b in out)
-
-
-def complement(ranges: Ranges) -> Ranges:
-    out, nxt = [], 0
-    for lo, hi in ranges:
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CP:
-        out.append((nxt, MAX_CP))
-    return tuple(out)
+# The interval-set algebra is the regex layer's (code points, normalized tuples).
+normalize = charset.normalize
+complement = charset.complement
 
 
 def union(a: Ranges, b: Ranges) -> Ranges:
-    return normalize(list(a) + list(b))
+    return charset.union(a, b)
 
 
 def overlaps(a: Ranges, b: Ranges) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tether.errors import UnsupportedSchemaError
+from tether.regex import charset
 
 MAX_CP = 0x10FFFF
 SURROGATES = (0xD800, 0xDFFF)
@@ -34,50 +35,11 @@ Ranges = tuple[tuple[int, int], ...]
 # --------------------------------------------------------------------------- interval sets
 
 
-def norm(ranges: list[tuple[int, int]] | Ranges) -> Ranges:
-    """Sort and merge code-point intervals."""
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted(ranges):
-        if lo > hi:
-            continue
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return tuple(out)
-
-
-def complement(ranges: Ranges) -> Ranges:
-    out, nxt = [], 0
-    for lo, hi in ranges:
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= MAX_CP:
-        out.append((nxt, MAX_CP))
-    return tuple(out)
-
-
-def intersect_ranges(a: Ranges, b: Ranges) -> Ranges:
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if lo <= hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tuple(out)
-
-
-def subtract(a: Ranges, b: Ranges) -> Ranges:
-    return intersect_ranges(a, complement(b))
-
-
-def contains(ranges: Ranges, cp: int) -> bool:
-    return any(lo <= cp <= hi for lo, hi in ranges)
+# The interval-set algebra is the regex layer's (code points, normalized tuples).
+norm = charset.normalize
+complement = charset.complement
+intersect_ranges = charset.intersect
+subtract = charset.difference
 
 
 # --------------------------------------------------------------------------- the AST
