@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 Flavor = Literal["python", "ecma"]
@@ -82,43 +83,75 @@ class Terminal:
         Applies ``ignore_case`` and ``max_len``; ``lazy`` and ``stop`` are lexer options
         and are not part of the node.
 
+        Cost: nodes are cached by content (not by name), and so is every regex string
+        parsed on the way: a grammar (or the JSON Schema compiler) that spells the same
+        regex in many terminals parses it once. Regex nodes are interned by the regex
+        layer, so the cached node is the very node a fresh parse would build.
+
         Raises:
             RegexError: if a regex in the terminal cannot be parsed.
         """
-        from tether import regex as rx
+        return _terminal_node(
+            self.regex, self.literal, self.flavor, self.ignore_case, self.max_len, self.expr
+        )
 
-        def build(e: Any) -> Any:
-            if isinstance(e, str):
-                return rx.parse(e, flavor=self.flavor, ignore_case=self.ignore_case)
-            op, args = e[0], e[1:]
-            anything = rx.parse("(?s:.)*")
-            if op == "and":
-                return rx.intersect(*(build(a) for a in args))
-            if op == "not":
-                return rx.intersect(anything, rx.complement(build(args[0])))
-            if op == "except":
-                inner = rx.concat(anything, build(args[0]), anything)
-                node = rx.intersect(anything, rx.complement(inner))
-                if args[1] is not None:
-                    node = rx.intersect(node, rx.parse(f"(?s:.){{0,{args[1]}}}"))
-                return node
-            if op == "concat":
-                return rx.concat(*(build(a) for a in args))
-            if op == "or":
-                return rx.alt(*(build(a) for a in args))
-            if op == "repeat":
-                return rx.repeat(build(args[0]), args[1], args[2])
-            raise ValueError(f"unknown terminal operation {op!r}")
 
-        if self.literal is not None and not self.ignore_case:
-            node = rx.literal(self.literal.encode("utf-8"))
-        elif self.expr is not None:
-            node = build(self.expr)
+@lru_cache(maxsize=8192)
+def _parse(pattern: str, flavor: Flavor, ignore_case: bool) -> Any:
+    from tether import regex as rx
+
+    return rx.parse(pattern, flavor=flavor, ignore_case=ignore_case)
+
+
+@lru_cache(maxsize=8192)
+def _terminal_node(
+    regex: str | None,
+    literal: str | None,
+    flavor: Flavor,
+    ignore_case: bool,
+    max_len: int | None,
+    expr: tuple | None,  # type: ignore[type-arg]
+) -> Any:
+    """``Terminal.to_node`` by content (errors are not cached: they raise every time)."""
+    from tether import regex as rx
+
+    def build(e: Any) -> Any:
+        if isinstance(e, str):
+            return _parse(e, flavor, ignore_case)
+        op, args = e[0], e[1:]
+        anything = _parse("(?s:.)*", "python", False)
+        if op == "and":
+            return rx.intersect(*(build(a) for a in args))
+        if op == "not":
+            return rx.intersect(anything, rx.complement(build(args[0])))
+        if op == "except":
+            inner = rx.concat(anything, build(args[0]), anything)
+            node = rx.intersect(anything, rx.complement(inner))
+            if args[1] is not None:
+                node = rx.intersect(node, _parse(f"(?s:.){{0,{args[1]}}}", "python", False))
+            return node
+        if op == "concat":
+            return rx.concat(*(build(a) for a in args))
+        if op == "or":
+            return rx.alt(*(build(a) for a in args))
+        if op == "repeat":
+            return rx.repeat(build(args[0]), args[1], args[2])
+        raise ValueError(f"unknown terminal operation {op!r}")
+
+    if literal is not None and not ignore_case:
+        node = rx.literal(literal.encode("utf-8"))
+    elif expr is not None:
+        node = build(expr)
+    else:
+        if literal is not None:
+            from tether.grammar.regexgen import escape_literal
+
+            node = build(f"(?i:{escape_literal(literal)})")
         else:
-            node = build(self.pattern)
-        if self.max_len is not None:
-            node = rx.intersect(node, rx.repeat(rx.ANY_BYTE, 0, self.max_len))
-        return node
+            node = build(regex)
+    if max_len is not None:
+        node = rx.intersect(node, rx.repeat(rx.ANY_BYTE, 0, max_len))
+    return node
 
 
 @dataclass(frozen=True, slots=True)

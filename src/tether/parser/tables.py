@@ -23,11 +23,12 @@ parsers meet new sets (both safe to share between threads under the GIL).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from tether.errors import GrammarError
-from tether.grammar.ir import NT, Grammar, Rule, T, Terminal
+from tether.grammar.ir import Grammar, T, Terminal
 
 START = "$start"
 
@@ -66,63 +67,49 @@ class ParserTables:
         rule_lhs, rule_rhs, rule_pos: per rule id: left side, right side (symbol ids), and the
             dotted position of its first symbol.
         sym, lhs, rule_of: per dotted position: symbol after the dot (-1 at the end),
-            left side, rule id.
+            left side, rule id (``rule_of`` is built on first use).
         nullable: per symbol id (a terminal is nullable when its regex matches ε).
         nullable_terminals: ids of those terminals.
         rules_of: per symbol id, the rule ids of a nonterminal (empty for terminals).
-        pred_closure: per symbol id, the nonterminals predicting it predicts (itself included).
-        own_positions: per symbol id, the dotted positions predicting it creates in its own rules.
+        pred_closure: per symbol id, the nonterminals predicting it predicts (itself
+            included); computed per symbol on first use.
+        own_positions: per symbol id, the dotted positions predicting it creates in its own
+            rules; computed per symbol on first use.
         pos_bits: bits of the position part of an item.
         accept_pos: dotted position of ``$start -> start .``.
         dropped: names of rules dropped as non-productive or unreachable.
     """
 
     def __init__(self, grammar: Grammar, nullable_terminals: Iterable[str] | None = None) -> None:
-        rules, dropped = _useful_rules(grammar)
-        self.dropped: tuple[str, ...] = tuple(dropped)
+        enc = _encode(grammar)
+        self.dropped: tuple[str, ...] = enc.dropped
         self.start_name = grammar.start
-        # terminals: every one the kept rules use, then %ignore ones, in definition order
-        used = {s.name for r in rules for s in r.rhs if isinstance(s, T)}
-        for name in used | set(grammar.ignore):
-            if name not in grammar.terminals:
-                raise GrammarError(f"terminal {name!r} is used but not defined")
-        self.terminals: list[Terminal] = [
-            t for n, t in grammar.terminals.items() if n in used or n in grammar.ignore
-        ]
+        self.terminals: list[Terminal] = enc.terminals
         self.terminal_ids: dict[str, int] = {t.name: i for i, t in enumerate(self.terminals)}
         self.ignore: tuple[int, ...] = tuple(
             dict.fromkeys(self.terminal_ids[n] for n in grammar.ignore)
         )
         n_t = self.n_terminals = len(self.terminals)
-        names = [START, *dict.fromkeys(r.lhs for r in rules)]
-        self.nonterminals: list[str] = names
-        nt_ids = {n: n_t + k for k, n in enumerate(names)}
-        self.n_symbols = n_t + len(names)
-        self.start = nt_ids[START]
-
-        def sid(s: NT | T) -> int:
-            return self.terminal_ids[s.name] if isinstance(s, T) else nt_ids[s.name]
-
-        encoded: list[tuple[int, tuple[int, ...]]] = [(self.start, (nt_ids[grammar.start],))]
-        encoded += [(nt_ids[r.lhs], tuple(sid(s) for s in r.rhs)) for r in rules]
-        encoded = list(dict.fromkeys(encoded))  # identical alternatives add nothing
-        self.rule_lhs = [a for a, _ in encoded]
-        self.rule_rhs = [b for _, b in encoded]
-        self.rule_pos: list[int] = []
-        self.sym: list[int] = []
-        self.lhs: list[int] = []
-        self.rule_of: list[int] = []
-        for r, (a, rhs) in enumerate(encoded):
-            self.rule_pos.append(len(self.sym))
-            self.sym += [*rhs, -1]
-            self.lhs += [a] * (len(rhs) + 1)
-            self.rule_of += [r] * (len(rhs) + 1)
-        self.pos_bits = max(1, len(self.sym).bit_length())
+        self.nonterminals: list[str] = enc.nonterminals
+        self.n_symbols = n_t + len(enc.nonterminals)
+        self.start = n_t
+        self.rule_lhs: list[int] = enc.lhs
+        self.rule_rhs: list[tuple[int, ...]] = enc.rhs
+        # the flat layout, built by C-level iteration (no per-symbol Python loop)
+        lens = [len(rhs) + 1 for rhs in enc.rhs]
+        self.rule_pos: list[int] = list(itertools.accumulate(lens, initial=0))
+        n_pos = self.rule_pos.pop()
+        chain = itertools.chain.from_iterable
+        self.sym: list[int] = list(chain(chain(zip(enc.rhs, _END_MARKS, strict=False))))
+        self.lhs: list[int] = list(chain(map(itertools.repeat, enc.lhs, lens)))
+        self._rule_of: list[int] | None = None
+        self.pos_bits = max(1, n_pos.bit_length())
         self.accept_pos = self.rule_pos[0] + 1
 
-        self.rules_of: list[tuple[int, ...]] = [() for _ in range(self.n_symbols)]
-        for r, a in enumerate(self.rule_lhs):
-            self.rules_of[a] += (r,)
+        rules_of: list[list[int]] = [[] for _ in range(self.n_symbols)]
+        for r, a in enumerate(enc.lhs):
+            rules_of[a].append(r)
+        self.rules_of: list[tuple[int, ...]] = [tuple(x) for x in rules_of]
         if nullable_terminals is None:
             from tether.parser.terminals import matches_empty
 
@@ -130,29 +117,10 @@ class ParserTables:
         self.nullable_terminals = frozenset(
             self.terminal_ids[n] for n in nullable_terminals if n in self.terminal_ids
         )
-        init = [i in self.nullable_terminals for i in range(self.n_symbols)]
-        self.nullable = _nullable(self.n_symbols, self.rule_lhs, self.rule_rhs, init)
-        self.own_positions: list[tuple[int, ...]] = [() for _ in range(self.n_symbols)]
-        direct: list[set[int]] = [set() for _ in range(self.n_symbols)]
-        for r, rhs in enumerate(self.rule_rhs):
-            a, p = self.rule_lhs[r], self.rule_pos[r]
-            for k, s in enumerate(rhs):
-                self.own_positions[a] += (p + k,)
-                if s >= n_t:
-                    direct[a].add(s)
-                if not self.nullable[s]:
-                    break
-            else:
-                self.own_positions[a] += (p + len(rhs),)
-        self.pred_closure: list[frozenset[int]] = [frozenset() for _ in range(self.n_symbols)]
-        for a in range(n_t, self.n_symbols):
-            seen, todo = {a}, [a]
-            while todo:
-                for b in direct[todo.pop()]:
-                    if b not in seen:
-                        seen.add(b)
-                        todo.append(b)
-            self.pred_closure[a] = frozenset(seen)
+        self.nullable = _nullable(n_t, self.n_symbols, enc.lhs, enc.rhs, self.nullable_terminals)
+        self.own_positions = _PerSymbol(self._own_positions, self.n_symbols)
+        self.pred_closure = _PerSymbol(self._closure, self.n_symbols)
+        self._direct: dict[int, tuple[int, ...]] = {}
         self._prediction_ids = itertools.count()
         self._predictions: dict[frozenset[int], Prediction] = {}
         self._by_nts: dict[frozenset[int], Prediction] = {}
@@ -194,6 +162,59 @@ class ParserTables:
         names.insert(k, ".")
         return f"{self.name(self.rule_lhs[r])} -> {' '.join(names)}"
 
+    @property
+    def rule_of(self) -> list[int]:
+        """Per dotted position, its rule id (built on first use; ``describe`` needs it)."""
+        ro = self._rule_of
+        if ro is None:
+            lens = [len(rhs) + 1 for rhs in self.rule_rhs]
+            ro = self._rule_of = list(
+                itertools.chain.from_iterable(map(itertools.repeat, range(len(lens)), lens))
+            )
+        return ro
+
+    def _own_positions(self, a: int) -> tuple[int, ...]:
+        """The dotted positions predicting ``a`` creates in its own rules (dot at 0 and past
+        each nullable prefix); also records the nonterminals those positions wait on."""
+        out: list[int] = []
+        direct: set[int] = set()
+        n_t, nullable = self.n_terminals, self.nullable
+        for r in self.rules_of[a]:
+            p = self.rule_pos[r]
+            rhs = self.rule_rhs[r]
+            for k, s in enumerate(rhs):
+                out.append(p + k)
+                if s >= n_t:
+                    direct.add(s)
+                if not nullable[s]:
+                    break
+            else:
+                out.append(p + len(rhs))
+        self._direct[a] = tuple(direct)
+        return tuple(out)
+
+    def _closure(self, a: int) -> frozenset[int]:
+        if a < self.n_terminals:
+            return frozenset()
+        return self._close((a,))
+
+    def _close(self, seeds: Iterable[int]) -> frozenset[int]:
+        """The nonterminals predicting ``seeds`` predicts (``seeds`` included)."""
+        own, direct = self.own_positions, self._direct
+        seen = set(seeds)
+        todo = list(seen)
+        while todo:
+            a = todo.pop()
+            d = direct.get(a)
+            if d is None:
+                own[a]  # fills direct[a]
+                d = direct[a]
+            for b in d:
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return frozenset(seen)
+
     def prediction(self, seeds: frozenset[int]) -> Prediction:
         """The predicted part of a row whose kernel waits on the nonterminals ``seeds``.
 
@@ -202,15 +223,15 @@ class ParserTables:
         pred = self._predictions.get(seeds)
         if pred is not None:
             return pred
-        nts: frozenset[int] = frozenset().union(*(self.pred_closure[a] for a in seeds))
+        nts = self._close(seeds)
         pred = self._by_nts.get(nts)
         if pred is None:
             scan: dict[int, list[int]] = {}
             wait: dict[int, list[int]] = {}
             positions: list[int] = []
-            n_t, sym = self.n_terminals, self.sym
+            n_t, sym, own = self.n_terminals, self.sym, self.own_positions
             for a in sorted(nts):
-                for p in self.own_positions[a]:
+                for p in own[a]:
                     positions.append(p)
                     s = sym[p]
                     if s >= 0:
@@ -229,58 +250,196 @@ class ParserTables:
         return pred
 
 
+_END_MARKS = itertools.repeat((-1,))
+
+
+class _PerSymbol:
+    """A read-only sequence indexed by symbol id whose entries are computed on first use."""
+
+    __slots__ = ("_fn", "_vals")
+
+    def __init__(self, fn: Callable[[int], Any], n: int) -> None:
+        self._fn = fn
+        self._vals: list[Any] = [None] * n
+
+    def __len__(self) -> int:
+        return len(self._vals)
+
+    def __getitem__(self, i: int) -> Any:
+        v = self._vals[i]
+        if v is None:
+            v = self._vals[i] = self._fn(i)
+        return v
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[i] for i in range(len(self._vals)))
+
+
 def _nullable(
-    n_symbols: int, lhs: list[int], rhs: list[tuple[int, ...]], init: list[bool] | None = None
+    n_t: int, n_symbols: int, lhs: list[int], rhs: list[tuple[int, ...]], init: frozenset[int]
 ) -> list[bool]:
-    nullable = list(init) if init is not None else [False] * n_symbols
-    changed = True
-    while changed:
-        changed = False
-        for a, body in zip(lhs, rhs, strict=True):
-            if not nullable[a] and all(nullable[s] for s in body):
-                nullable[a] = changed = True
+    """Nullable symbols: a worklist over the rules that can be nullable at all (those without
+    a non-nullable terminal), so the cost is linear and usually tiny."""
+    nullable = [False] * n_symbols
+    for t in init:
+        nullable[t] = True
+    if init:
+        cand = [r for r, b in enumerate(rhs) if all(s >= n_t or s in init for s in b)]
+    else:  # min() in C: every symbol is a nonterminal
+        cand = [r for r, b in enumerate(rhs) if not b or min(b) >= n_t]
+    count: dict[int, int] = {}
+    users: dict[int, list[int]] = {}
+    todo: list[int] = []
+    for r in cand:
+        k = 0
+        for s in rhs[r]:
+            if s >= n_t:
+                k += 1
+                users.setdefault(s, []).append(r)
+        count[r] = k
+        if k == 0 and not nullable[lhs[r]]:
+            nullable[lhs[r]] = True
+            todo.append(lhs[r])
+    while todo:
+        a = todo.pop()
+        for r in users.get(a, ()):
+            count[r] -= 1
+            if count[r] == 0 and not nullable[lhs[r]]:
+                nullable[lhs[r]] = True
+                todo.append(lhs[r])
     return nullable
 
 
-def _useful_rules(grammar: Grammar) -> tuple[list[Rule], list[str]]:
-    """Rules of ``grammar`` that are productive and reachable from the start, and the names
-    of the nonterminals dropped (the grammar layer's ``simplify`` reports these as errors;
-    the parser only needs them gone)."""
-    defined = set(grammar.nonterminals())
-    if grammar.start not in defined:
+@dataclass(slots=True)
+class _Encoded:
+    terminals: list[Terminal]
+    nonterminals: list[str]
+    lhs: list[int]
+    rhs: list[tuple[int, ...]]
+    dropped: tuple[str, ...]
+
+
+def _encode(grammar: Grammar) -> _Encoded:
+    """The useful rules of ``grammar`` (productive and reachable from the start) as ints,
+    numbered as the module docstring says, with identical alternatives merged, and the
+    names of the nonterminals dropped (the grammar layer's ``simplify`` reports these as
+    errors; the parser only needs them gone).
+
+    Every rule is first encoded once with provisional ids (terminals in definition order,
+    then ``$start``, then the rule names in first-definition order); productivity and
+    reachability are worklists over those ints. When nothing is dropped (the usual case)
+    the provisional ids are the final ones and no second pass is made.
+    """
+    rules = grammar.rules
+    tdefs = grammar.terminals
+    tid: dict[str, int] = {n: i for i, n in enumerate(tdefs)}
+    n_td = len(tid)
+    nt_names = [START, *dict.fromkeys(r.lhs for r in rules)]
+    nid: dict[str, int] = {n: n_td + k for k, n in enumerate(nt_names)}
+    if grammar.start not in nid:
         raise GrammarError(f"start rule {grammar.start!r} is not defined")
-    for r in grammar.rules:
-        for s in r.rhs:
-            if isinstance(s, NT) and s.name not in defined:
-                raise GrammarError(f"rule {s.name!r} is used in {r.lhs!r} but not defined")
-    productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r in grammar.rules:
-            if r.lhs not in productive and all(
-                isinstance(s, T) or s.name in productive for s in r.rhs
-            ):
-                productive.add(r.lhs)
-                changed = True
-    if grammar.start not in productive:
-        raise GrammarError(f"start rule {grammar.start!r} derives no finite text")
-    kept = [
-        r for r in grammar.rules if all(isinstance(s, T) or s.name in productive for s in r.rhs)
-    ]
-    reach, todo = {grammar.start}, [grammar.start]
-    by_lhs: dict[str, list[Rule]] = {}
-    for r in kept:
-        by_lhs.setdefault(r.lhs, []).append(r)
-    while todo:
-        for r in by_lhs.get(todo.pop(), ()):
+    tcls = T
+    try:
+        prhs = [
+            tuple([tid[s.name] if s.__class__ is tcls else nid[s.name] for s in r.rhs])
+            for r in rules
+        ]
+    except KeyError:  # an undefined name: say which (rules first), or number the terminal
+        prhs = []
+        extra: list[str] = []
+        for r in rules:
+            ids = []
             for s in r.rhs:
-                if isinstance(s, NT) and s.name not in reach:
-                    reach.add(s.name)
-                    todo.append(s.name)
-    kept = [r for r in kept if r.lhs in reach]
-    dropped = [n for n in defined if n not in reach]
-    return kept, dropped
+                if isinstance(s, T):
+                    if s.name not in tid:
+                        tid[s.name] = n_td + 10**9 + len(extra)  # above every other id
+                        extra.append(s.name)
+                    ids.append(tid[s.name])
+                else:
+                    if s.name not in nid:
+                        raise GrammarError(
+                            f"rule {s.name!r} is used in {r.lhs!r} but not defined"
+                        ) from None
+                    ids.append(nid[s.name])
+            prhs.append(tuple(ids))
+    n_ps = n_td + len(nt_names)
+    plhs = [nid[r.lhs] for r in rules]
+    n_rules = len(rules)
+
+    # productive: rules whose nonterminals are all productive (worklist, linear)
+    count = [0] * n_rules
+    users: list[list[int]] = [[] for _ in range(n_ps)]
+    productive = [False] * n_ps
+    todo: list[int] = []
+    for r, rhs in enumerate(prhs):
+        k = 0
+        for s in rhs:
+            if n_td <= s < n_ps:
+                k += 1
+                users[s].append(r)
+        if k:
+            count[r] = k
+        elif not productive[plhs[r]]:
+            productive[plhs[r]] = True
+            todo.append(plhs[r])
+    while todo:
+        for r in users[todo.pop()]:
+            count[r] -= 1
+            if not count[r] and not productive[plhs[r]]:
+                productive[plhs[r]] = True
+                todo.append(plhs[r])
+    start_id = nid[grammar.start]
+    if not productive[start_id]:
+        raise GrammarError(f"start rule {grammar.start!r} derives no finite text")
+    # reachable from the start through kept (productive) rules
+    by_lhs: list[list[int]] = [[] for _ in range(n_ps)]
+    for r, a in enumerate(plhs):
+        if not count[r]:
+            by_lhs[a].append(r)
+    reach = [False] * n_ps
+    reach[start_id] = True
+    todo = [start_id]
+    while todo:
+        for r in by_lhs[todo.pop()]:
+            for s in prhs[r]:
+                if n_td <= s < n_ps and not reach[s]:
+                    reach[s] = True
+                    todo.append(s)
+    kept = [r for r in range(n_rules) if not count[r] and reach[plhs[r]]]
+    dropped = tuple(n for n in nt_names[1:] if not reach[nid[n]])
+
+    # terminals: every one the kept rules use, then %ignore ones, in definition order
+    chain = itertools.chain.from_iterable
+    every = set(chain(prhs)) if len(kept) == n_rules else set(chain(prhs[r] for r in kept))
+    used_t = {s for s in every if s < n_td or s >= n_ps}
+    for name in grammar.ignore:
+        if name not in tdefs:
+            raise GrammarError(f"terminal {name!r} is used but not defined")
+    for s in used_t:
+        if s >= n_ps:
+            name = next(n for n, i in tid.items() if i == s)
+            raise GrammarError(f"terminal {name!r} is used but not defined")
+    ign = {tid[n] for n in grammar.ignore}
+    terminals = [t for i, t in enumerate(tdefs.values()) if i in used_t or i in ign]
+    names = [START, *dict.fromkeys(nt_names[plhs[r] - n_td] for r in kept)]
+    n_t = len(terminals)
+    if n_t == n_td and names == nt_names:  # provisional ids are final
+        lhs = [nid[START], *plhs] if len(kept) == n_rules else [nid[START], *(plhs[r] for r in kept)]
+        rhs = [(start_id,), *prhs] if len(kept) == n_rules else [(start_id,), *(prhs[r] for r in kept)]
+    else:
+        tr = [-1] * n_ps
+        for i, t in enumerate(terminals):
+            tr[tid[t.name]] = i
+        for k, n in enumerate(names):
+            tr[nid[n]] = n_t + k
+        lhs = [n_t, *(tr[plhs[r]] for r in kept)]
+        rhs = [(tr[start_id],), *(tuple([tr[s] for s in prhs[r]]) for r in kept)]
+    # identical alternatives add nothing
+    pairs = dict.fromkeys(zip(lhs, rhs, strict=True))
+    if len(pairs) != len(lhs):
+        lhs = [a for a, _ in pairs]
+        rhs = [b for _, b in pairs]
+    return _Encoded(terminals, names, lhs, rhs, dropped)
 
 
 def terminal_set(ids: Iterable[int] | int) -> frozenset[int]:
