@@ -64,6 +64,8 @@ _STRING_KW = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
 DEFAULT_BASE = "https://tether.invalid/schema.json"
+# most rules one object may spend on ``property_order="any"`` states (2^n · (n + extras + 1))
+ANY_ORDER_BUDGET = 8_192
 
 Member = tuple[Any, str]  # (schema object, JSON pointer)
 
@@ -158,6 +160,8 @@ class _Compiler:
         self._one_of_warned: set[str] = set()
         self._member_validators: dict[int, Any] = {}
         self._n = 0
+        self._shapes: dict[tuple[str | None, str], int] = {}
+        self._shape_of_id: dict[int, int] = {}
         self._index_document(schema, DEFAULT_BASE, "#")
 
     # ------------------------------------------------------------------ bookkeeping
@@ -355,7 +359,7 @@ class _Compiler:
         flat = self.flatten(members)
         if flat is None:
             return None
-        key = (tuple(sorted({id(s) for s, _ in flat})), consumed, depth)
+        key = (tuple(sorted({self._shape(s) for s, _ in flat})), consumed, depth)
         if key in self.memo:
             return self.memo[key]
         name = self.fresh("v")
@@ -368,14 +372,34 @@ class _Compiler:
             self.rule(name, *rhs)
         return name
 
+    def _shape(self, s: dict) -> int:
+        """The id of the first schema object equal to ``s`` (same JSON text, key order
+        included, and same base URI).
+
+        Equal subschemas compile to the same language, so the memo shares one nonterminal
+        among copies: documents with inlined definitions (no ``$ref``) repeat the same
+        subschema many times.
+        """
+        i = id(s)
+        shape = self._shape_of_id.get(i)
+        if shape is None:
+            try:
+                # key order kept: it is the schema property order; a schema the compiler
+                # made (not indexed: no base URI of its own) is known by identity only
+                text = json.dumps(s) if i in self.base_of else f"#id:{i}"
+            except (TypeError, ValueError):  # not plain JSON: identity only
+                text = f"#id:{i}"
+            shape = self._shape_of_id[i] = self._shapes.setdefault((self.base_of.get(i), text), i)
+        return shape
+
     def _alternatives(self, flat: list[Member], depth: int, consumed: frozenset) -> list[tuple]:
         for s, p in flat:
             for kw in ("anyOf", "oneOf"):
-                if kw in s and (id(s), kw) not in consumed:
+                if kw in s and (self._shape(s), kw) not in consumed:
                     branches = s[kw]
                     if not isinstance(branches, list) or not branches:
                         raise SchemaError(f"'{kw}' must be a non-empty array", _ptr(p, kw))
-                    done = consumed | {(id(s), kw)}
+                    done = consumed | {(self._shape(s), kw)}
                     if kw == "oneOf" and len(branches) > 1:
                         self._check_one_of(branches, _ptr(p, kw), flat)
                     alts = []
@@ -390,7 +414,7 @@ class _Compiler:
                 tag, branches = split
                 alts = []
                 for extra in branches:
-                    nt = self.node([*flat, *extra], depth, consumed | {(id(s), tag)})
+                    nt = self.node([*flat, *extra], depth, consumed | {(self._shape(s), tag)})
                     if nt is not None:
                         alts.append((NT(nt),))
                 return alts
@@ -400,7 +424,7 @@ class _Compiler:
         """Keywords read as a union of two exact cases, each a list of extra members:
         ``if``/``then``/``else`` → (if ∧ then) ∪ (not if ∧ else); a schema dependency
         ``A: S`` → (A absent) ∪ (A present ∧ S)."""
-        if "if" in s and ("then" in s or "else" in s) and (id(s), "if") not in consumed:
+        if "if" in s and ("then" in s or "else" in s) and (self._shape(s), "if") not in consumed:
             q = _ptr(p, "if")
             then = (s.get("then", True), _ptr(p, "then"))
             other = (s.get("else", True), _ptr(p, "else"))
@@ -410,7 +434,7 @@ class _Compiler:
             if not isinstance(deps, dict):
                 continue
             for a, sub in deps.items():
-                if isinstance(sub, list) or (id(s), f"{kw}:{a}") in consumed:
+                if isinstance(sub, list) or (self._shape(s), f"{kw}:{a}") in consumed:
                     continue
                 q = _ptr(p, kw, a)
                 absent = self._synthetic({"not": {"required": [a]}}, q)
@@ -1097,11 +1121,43 @@ class _Compiler:
         if len({k for a, bs in deps.items() for k in (a, *bs)}) > 10:
             self.unsupported("dependentRequired", flat[0][1], "more than 10 names take part")
             deps = {}
-        if self.order == "any" and len(slots) <= 8:
-            return self._object_any_order(slots, extras, min_p, max_p, depth, deps)
         if self.order == "any":
-            self.warn(f"property_order='any' is exact for up to 8 properties; "
-                      f"an object with {len(slots)} uses schema order")
+            return self._object_any(slots, extras, min_p, max_p, depth, deps,
+                                    flat[0][1] if flat else "#")
+        return self._object_schema_order(slots, extras, min_p, max_p, depth, deps)
+
+    def _object_any(self, slots, extras, min_p, max_p, depth, deps, pointer):  # type: ignore[no-untyped-def]
+        """``property_order="any"``: exact up to 8 properties or while the states fit
+        ``ANY_ORDER_BUDGET``.
+
+        Exact any order needs one state per subset of the named properties written
+        (2^n, and no context-free grammar does much better), so beyond the budget only the
+        required names and those in ``dependentRequired`` are remembered (each at most
+        once, all required ones before ``}``) and the other named properties may come in
+        any order, repeated: a duplicate key, which a warning names. Beyond that budget
+        too (or with ``minProperties`` above the required count, which repeats could
+        fake), schema order, with a warning.
+        """
+        counting = min_p > 0 or max_p is not None
+        cap = max(1, max_p if max_p is not None else min_p) if counting else 1
+        per_state = (len(slots) + len(extras) + 1) * (cap + 1 if counting else 1)
+        if len(slots) <= 8 or per_state << len(slots) <= ANY_ORDER_BUDGET:
+            return self._object_any_order(slots, extras, min_p, max_p, depth, deps)
+        dep_names = {k for a, bs in (deps or {}).items() for k in (a, *bs)}
+        tracked = {i for i, (k, _, req) in enumerate(slots) if req or k in dep_names}
+        n_required = sum(1 for s in slots if s[2])
+        if min_p <= n_required:
+            counting = max_p is not None
+            cap = max(1, max_p) if max_p is not None else 1
+            per_state = (len(slots) + len(extras) + 1) * (cap + 1 if counting else 1)
+            if per_state << len(tracked) <= ANY_ORDER_BUDGET:
+                self.warn(f"property_order='any': an object with {len(slots)} properties keeps "
+                          f"its {len(tracked)} required or dependent names unique; the others "
+                          f"may repeat (a duplicate key) (at {pointer})")
+                return self._object_any_order(slots, extras, min(min_p, 0), max_p, depth, deps,
+                                              tracked)
+        self.warn(f"property_order='any' needs too many states for an object with "
+                  f"{len(slots)} properties; it uses schema order (at {pointer})")
         return self._object_schema_order(slots, extras, min_p, max_p, depth, deps)
 
     def _key_members(self, flat: list[Member], patterns: list, k: str) -> list[Member]:
@@ -1131,11 +1187,11 @@ class _Compiler:
         consumed: set = set()
         while True:
             pick = next(((s, p, kw) for s, p in flat for kw in ("anyOf", "oneOf")
-                         if kw in s and (id(s), kw) not in consumed), None)
+                         if kw in s and (self._shape(s), kw) not in consumed), None)
             if pick is None:
                 break
             s, p, kw = pick
-            consumed.add((id(s), kw))
+            consumed.add((self._shape(s), kw))
             branches = [(b, _ptr(p, kw, i)) for i, b in enumerate(s[kw])]
             chosen = next((b for b in branches if self._is_valid(b[0], value)), branches[0])
             flat = self.flatten([*flat, chosen]) or flat
@@ -1144,7 +1200,7 @@ class _Compiler:
             if split is None:
                 break
             s, (tag, cases) = split
-            consumed.add((id(s), tag))
+            consumed.add((self._shape(s), tag))
             if tag == "if":
                 case = cases[0] if self._is_valid(s["if"], value) else cases[1]
             else:
@@ -1384,8 +1440,12 @@ class _Compiler:
             return None
         return S(0, 0)
 
-    def _object_any_order(self, slots, extras, min_p, max_p, depth, deps=None):  # type: ignore[no-untyped-def]
-        """Named properties in any order, each at most once; extras anywhere."""
+    def _object_any_order(self, slots, extras, min_p, max_p, depth, deps=None, tracked=None):  # type: ignore[no-untyped-def]
+        """Named properties in any order, each at most once; extras anywhere.
+
+        With ``tracked`` (slot indices), only those properties are remembered (each at most
+        once); the others may repeat.
+        """
         index = {k: i for i, (k, _, _) in enumerate(slots)}
         dep_masks = [(1 << index[a], sum(1 << index[b] for b in bs)) for a, bs in (deps or {}).items()]
         counting = min_p > 0 or max_p is not None
@@ -1405,7 +1465,10 @@ class _Compiler:
                 self.rule(name, self.term(self.layout.close_object(depth, c == 0)))
             if can_add:
                 for i, (k, nt, _) in enumerate(slots):
-                    if not used >> i & 1:
+                    if tracked is not None and i not in tracked:
+                        self.rule(name, self.term(self.layout.key_literal(depth, c == 0, k), "key"),
+                                  NT(nt), NT(S(used, inc)))
+                    elif not used >> i & 1:
                         self.rule(name, self.term(self.layout.key_literal(depth, c == 0, k), "key"),
                                   NT(nt), NT(S(used | 1 << i, inc)))
                 for body, nt in extras:
