@@ -23,12 +23,13 @@ parsers meet new sets (both safe to share between threads under the GIL).
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from tether.errors import GrammarError
-from tether.grammar.ir import Grammar, T, Terminal
+from tether.grammar.ir import Grammar, Rule, T, Terminal
 
 START = "$start"
 
@@ -325,107 +326,98 @@ def _encode(grammar: Grammar) -> _Encoded:
     names of the nonterminals dropped (the grammar layer's ``simplify`` reports these as
     errors; the parser only needs them gone).
 
-    Every rule is first encoded once with provisional ids (terminals in definition order,
-    then ``$start``, then the rule names in first-definition order); productivity and
-    reachability are worklists over those ints. When nothing is dropped (the usual case)
+    Every rule is encoded once with provisional ids (terminals in definition order, then
+    ``$start``, then the rule names in first-definition order). Productivity is a sweep
+    over the rules repeated while it changes (front ends define rules children first, so
+    two or three sweeps settle it; a worklist, linear in the grammar, takes over after
+    ``_SWEEPS``); reachability is a worklist. When nothing is dropped (the usual case)
     the provisional ids are the final ones and no second pass is made.
     """
     rules = grammar.rules
     tdefs = grammar.terminals
     tid: dict[str, int] = {n: i for i, n in enumerate(tdefs)}
     n_td = len(tid)
-    nt_names = [START, *dict.fromkeys(r.lhs for r in rules)]
+    nt_names = [START, *dict.fromkeys(map(_LHS, rules))]
     nid: dict[str, int] = {n: n_td + k for k, n in enumerate(nt_names)}
     if grammar.start not in nid:
         raise GrammarError(f"start rule {grammar.start!r} is not defined")
-    tcls = T
+    n_ps = n_td + len(nt_names)  # undefined terminals get ids from n_ps on
     try:
+        tcls = T
         prhs = [
             tuple([tid[s.name] if s.__class__ is tcls else nid[s.name] for s in r.rhs])
             for r in rules
         ]
-    except KeyError:  # an undefined name: say which (rules first), or number the terminal
-        prhs = []
-        extra: list[str] = []
-        for r in rules:
-            ids = []
-            for s in r.rhs:
-                if isinstance(s, T):
-                    if s.name not in tid:
-                        tid[s.name] = n_td + 10**9 + len(extra)  # above every other id
-                        extra.append(s.name)
-                    ids.append(tid[s.name])
-                else:
-                    if s.name not in nid:
-                        raise GrammarError(
-                            f"rule {s.name!r} is used in {r.lhs!r} but not defined"
-                        ) from None
-                    ids.append(nid[s.name])
-            prhs.append(tuple(ids))
-    n_ps = n_td + len(nt_names)
-    plhs = [nid[r.lhs] for r in rules]
+    except KeyError:  # an undefined name
+        prhs = _encode_slow(rules, tid, nid)
+    n_ids = max(n_ps, len(tid) + len(nid))
+    plhs = list(map(nid.__getitem__, map(_LHS, rules)))
     n_rules = len(rules)
 
-    # productive: rules whose nonterminals are all productive (worklist, linear)
-    count = [0] * n_rules
-    users: list[list[int]] = [[] for _ in range(n_ps)]
-    productive = [False] * n_ps
-    todo: list[int] = []
-    for r, rhs in enumerate(prhs):
-        k = 0
-        for s in rhs:
-            if n_td <= s < n_ps:
-                k += 1
-                users[s].append(r)
-        if k:
-            count[r] = k
-        elif not productive[plhs[r]]:
-            productive[plhs[r]] = True
-            todo.append(plhs[r])
-    while todo:
-        for r in users[todo.pop()]:
-            count[r] -= 1
-            if not count[r] and not productive[plhs[r]]:
-                productive[plhs[r]] = True
-                todo.append(plhs[r])
+    # productive: terminals (defined or not) are; sweep the rules until nothing changes
+    productive = bytearray(n_ids)
+    productive[:n_td] = b"\x01" * n_td
+    productive[n_ps:] = b"\x01" * (n_ids - n_ps)
+    is_prod = productive.__getitem__
+    rest = range(n_rules)
+    for _ in range(_SWEEPS):
+        left = []
+        for r in rest:
+            if all(map(is_prod, prhs[r])):
+                productive[plhs[r]] = 1
+            else:
+                left.append(r)
+        if len(left) == len(rest):
+            break
+        rest = left
+    else:
+        _close_productive(rest, plhs, prhs, productive, n_td, n_ps)
     start_id = nid[grammar.start]
     if not productive[start_id]:
         raise GrammarError(f"start rule {grammar.start!r} derives no finite text")
-    # reachable from the start through kept (productive) rules
-    by_lhs: list[list[int]] = [[] for _ in range(n_ps)]
-    for r, a in enumerate(plhs):
-        if not count[r]:
-            by_lhs[a].append(r)
-    reach = [False] * n_ps
-    reach[start_id] = True
+    good = [True] * n_rules
+    for r in rest:
+        if not all(map(is_prod, prhs[r])):
+            good[r] = False
+    # reachable from the start through productive rules (a worklist; each rule is read once
+    # and its whole right side added in C); terminals are collected on the way
+    by_lhs: list[list[int]] = [[] for _ in range(n_ids)]
+    for r in range(n_rules):
+        if good[r]:
+            by_lhs[plhs[r]].append(r)
+    reach = {start_id}
+    expanded = bytearray(n_ids)
     todo = [start_id]
     while todo:
-        for r in by_lhs[todo.pop()]:
-            for s in prhs[r]:
-                if n_td <= s < n_ps and not reach[s]:
-                    reach[s] = True
-                    todo.append(s)
-    kept = [r for r in range(n_rules) if not count[r] and reach[plhs[r]]]
-    dropped = tuple(n for n in nt_names[1:] if not reach[nid[n]])
+        a = todo.pop()
+        if expanded[a]:
+            continue
+        expanded[a] = 1
+        for r in by_lhs[a]:
+            rhs = prhs[r]
+            n0 = len(reach)
+            reach.update(rhs)
+            if len(reach) != n0:
+                todo += rhs
+    kept = [r for r in range(n_rules) if good[r] and plhs[r] in reach]
+    dropped = tuple(n for n in nt_names[1:] if nid[n] not in reach)
 
     # terminals: every one the kept rules use, then %ignore ones, in definition order
-    chain = itertools.chain.from_iterable
-    every = set(chain(prhs)) if len(kept) == n_rules else set(chain(prhs[r] for r in kept))
-    used_t = {s for s in every if s < n_td or s >= n_ps}
     for name in grammar.ignore:
         if name not in tdefs:
             raise GrammarError(f"terminal {name!r} is used but not defined")
-    for s in used_t:
+    for s in reach:
         if s >= n_ps:
             name = next(n for n, i in tid.items() if i == s)
             raise GrammarError(f"terminal {name!r} is used but not defined")
     ign = {tid[n] for n in grammar.ignore}
-    terminals = [t for i, t in enumerate(tdefs.values()) if i in used_t or i in ign]
-    names = [START, *dict.fromkeys(nt_names[plhs[r] - n_td] for r in kept)]
+    terminals = [t for i, t in enumerate(tdefs.values()) if i in reach or i in ign]
+    every = len(kept) == n_rules
+    names = nt_names if every else [START, *dict.fromkeys(nt_names[plhs[r] - n_td] for r in kept)]
     n_t = len(terminals)
     if n_t == n_td and names == nt_names:  # provisional ids are final
-        lhs = [nid[START], *plhs] if len(kept) == n_rules else [nid[START], *(plhs[r] for r in kept)]
-        rhs = [(start_id,), *prhs] if len(kept) == n_rules else [(start_id,), *(prhs[r] for r in kept)]
+        lhs = [n_td, *plhs] if every else [n_td, *(plhs[r] for r in kept)]
+        rhs = [(start_id,), *prhs] if every else [(start_id,), *(prhs[r] for r in kept)]
     else:
         tr = [-1] * n_ps
         for i, t in enumerate(terminals):
@@ -433,7 +425,7 @@ def _encode(grammar: Grammar) -> _Encoded:
         for k, n in enumerate(names):
             tr[nid[n]] = n_t + k
         lhs = [n_t, *(tr[plhs[r]] for r in kept)]
-        rhs = [(tr[start_id],), *(tuple([tr[s] for s in prhs[r]]) for r in kept)]
+        rhs = [(tr[start_id],), *(tuple(map(tr.__getitem__, prhs[r])) for r in kept)]
     # identical alternatives add nothing
     pairs = dict.fromkeys(zip(lhs, rhs, strict=True))
     if len(pairs) != len(lhs):
@@ -442,8 +434,62 @@ def _encode(grammar: Grammar) -> _Encoded:
     return _Encoded(terminals, names, lhs, rhs, dropped)
 
 
-def terminal_set(ids: Iterable[int] | int) -> frozenset[int]:
-    """``ids`` as a frozenset (a single int is one terminal)."""
-    if isinstance(ids, int):
-        return frozenset((ids,))
-    return ids if isinstance(ids, frozenset) else frozenset(ids)
+_SWEEPS = 6  # sweeps before the worklist takes over
+_LHS = operator.attrgetter("lhs")
+
+
+def _encode_slow(
+    rules: list[Rule], tid: dict[str, int], nid: dict[str, int]
+) -> list[tuple[int, ...]]:
+    """Right sides symbol by symbol: an undefined rule name raises (in rule order, as the
+    grammar's checks do), an undefined terminal gets an id above every other one (from
+    ``len(tid) + len(nid)`` on; an error only if a kept rule uses it)."""
+    n_ps = len(tid) + len(nid)
+    prhs = []
+    extra: dict[str, int] = {}
+    for r in rules:
+        ids = []
+        for s in r.rhs:
+            if isinstance(s, T):
+                i = tid.get(s.name)
+                if i is None:
+                    i = extra.setdefault(s.name, n_ps + len(extra))
+                    tid[s.name] = i
+                ids.append(i)
+            else:
+                i = nid.get(s.name)
+                if i is None:
+                    raise GrammarError(f"rule {s.name!r} is used in {r.lhs!r} but not defined")
+                ids.append(i)
+        prhs.append(tuple(ids))
+    return prhs
+
+
+def _close_productive(
+    rest: Iterable[int],
+    plhs: list[int],
+    prhs: list[tuple[int, ...]],
+    productive: bytearray,
+    n_td: int,
+    n_ps: int,
+) -> None:
+    """Finish the productive set over the rules ``rest`` with a worklist (linear)."""
+    count: dict[int, int] = {}
+    users: dict[int, list[int]] = {}
+    todo: list[int] = []
+    for r in rest:
+        k = 0
+        for s in prhs[r]:
+            if n_td <= s < n_ps and not productive[s]:
+                k += 1
+                users.setdefault(s, []).append(r)
+        count[r] = k
+        if k == 0 and not productive[plhs[r]]:
+            productive[plhs[r]] = 1
+            todo.append(plhs[r])
+    while todo:
+        for r in users.get(todo.pop(), ()):
+            count[r] -= 1
+            if count[r] == 0 and not productive[plhs[r]]:
+                productive[plhs[r]] = 1
+                todo.append(plhs[r])
