@@ -43,7 +43,7 @@ class Node:
 
     __slots__ = (
         "kind", "args", "nullable", "uid", "_deriv", "_firsts", "_first_bytes", "_buckets",
-        "flags",
+        "flags", "_classes", "_row",
     )
 
     def __init__(self, kind: int, args: tuple, nullable: bool, uid: int, flags: int) -> None:  # type: ignore[type-arg]
@@ -53,6 +53,8 @@ class Node:
         self._first_bytes = -1  # mask of bytes that can start a string (-1: not computed)
         self._buckets: list[tuple[int, list[Node]]] | None = None  # big alternations
         self.flags = flags  # bit 0: contains AND/NOT (language may be empty though not ∅)
+        self._classes: tuple[int, ...] | None = None  # byte_classes((self,)), see node_classes
+        self._row: object = None  # dfa.py's cache of how to fill a one-terminal row
 
     # equality is identity and the hash is the identity hash (object's, in C): nodes
     # are interned, so structural equality and identity coincide
@@ -325,7 +327,7 @@ def hide(node: Node, mask: int) -> Node:
     todo = [node]
     while todo:
         n = todo.pop()
-        for cls in byte_classes((n,)):
+        for cls in node_classes(n):
             h = cls & mask
             if h:
                 d = derivative(n, lowest_byte(h))
@@ -380,9 +382,29 @@ def _derive(node: Node, b: int) -> Node:
         return EPSILON if node.args[0] >> b & 1 else EMPTY
     if k == K_CONCAT:
         a, rest = node.args
-        d = concat(derivative(a, b), rest)
+        if a.kind == K_BYTES:  # a literal's next byte (or a class): no sub-derivative
+            return rest if a.args[0] >> b & 1 else EMPTY
+        da = a._deriv.get(b)
+        if da is None:
+            da = derivative(a, b)
+        # concat(da, rest) without the general loop (rest is never ε: concat drops it)
+        if da is EMPTY:
+            d = EMPTY
+        elif da is EPSILON:
+            d = rest
+        elif da.kind == K_CONCAT:
+            d = concat(da, rest)
+        else:
+            d = _concat2(da, rest)
         if a.nullable:
-            return alt(d, derivative(rest, b))
+            dr = rest._deriv.get(b)
+            if dr is None:
+                dr = derivative(rest, b)
+            if dr is EMPTY:
+                return d
+            if d is EMPTY:
+                return dr
+            return alt(d, dr)
         return d
     if k == K_ALT:
         if len(node.args) <= 16:
@@ -451,6 +473,14 @@ def first_bytes(node: Node) -> int:
     return f
 
 
+def node_classes(node: Node) -> tuple[int, ...]:
+    """``byte_classes((node,))`` as a tuple, cached on the node (do not mutate)."""
+    c = node._classes
+    if c is None:
+        c = node._classes = classes_of((node,))
+    return c
+
+
 def byte_classes(nodes: Iterable[Node]) -> list[int]:
     """Partition of 0..255 (as byte masks) refining every node's ``firsts``.
 
@@ -460,22 +490,29 @@ def byte_classes(nodes: Iterable[Node]) -> list[int]:
     numpy below that: 13 µs for 25 masks, 73 µs for 80), one numpy pass (unique byte
     signatures) beyond; a hit costs collecting the masks.
     """
+    return list(classes_of(nodes))
+
+
+def classes_of(nodes: Iterable[Node]) -> tuple[int, ...]:
+    """``byte_classes`` as the memoised tuple itself (equal mask sets give the same tuple
+    object while the memo holds it); do not mutate."""
     ms: set[int] = set()
     for n in nodes:
         ms.update(n._firsts if n._firsts is not None else firsts(n))
     ms.discard(ALL_BYTES_MASK)
     if not ms:
-        return [ALL_BYTES_MASK]
+        return _ALL_CLASSES
     key = frozenset(ms)
     r = _CLASS_MEMO.get(key)
     if r is None:
         r = _refine(ms) if len(ms) <= 150 else _refine_many(ms)
         if len(_CLASS_MEMO) < 200_000:
             _CLASS_MEMO[key] = r
-    return list(r)
+    return r
 
 
 _CLASS_MEMO: dict[frozenset[int], tuple[int, ...]] = {}
+_ALL_CLASSES = (ALL_BYTES_MASK,)
 
 
 def _refine(masks: set[int]) -> tuple[int, ...]:

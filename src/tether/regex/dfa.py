@@ -16,7 +16,7 @@ never names a terminal that can no longer match.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,10 +27,12 @@ from .ast import (
     F_BOOLEAN,
     Node,
     byte_classes,
+    classes_of,
     derivative,
     first_bytes,
     lowest_byte,
     mask_bytes,
+    node_classes,
     to_string,
 )
 
@@ -63,7 +65,7 @@ class LexerDfa:
         self._start_cache: dict[frozenset[int] | None, int] = {}
         self._empty_memo: dict[Node, bool] = {}
         self._pending: dict[int, list] = {}  # type: ignore[type-arg]  # state -> _plan
-        cap = 16
+        cap = self._cap = 16
         self.table: NDArray[np.int32] = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         self.accepts: NDArray[np.int8] = np.zeros(cap, dtype=np.int8)
 
@@ -85,22 +87,35 @@ class LexerDfa:
                 f"({len(self.nodes)} terminals; growing on {live}{more}); "
                 "simplify the regexes (large counted repeats multiply states) or raise max_states"
             )
-        if sid >= self.table.shape[0]:
-            cap = self.table.shape[0] * 2
-            table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
-            table[: self.table.shape[0]] = self.table
-            accepts = np.zeros(cap, dtype=np.int8)
-            accepts[: self.accepts.shape[0]] = self.accepts
-            self.table, self.accepts = table, accepts
+        if sid >= self._cap:
+            self._grow()
         self._ids[state] = sid
         self._states.append(state)
-        acc = tuple(t for t, n in state if n.nullable)
-        self._accepting.append(acc)
-        self._live.append(tuple(t for t, _ in state))
-        self.accepts[sid] = 1 if acc else 0
-        if not state:
-            self.table[sid] = DEAD
+        if len(state) == 1:
+            t, n = state[0]
+            acc: tuple[int, ...] = (t,) if n.nullable else ()
+            self._accepting.append(acc)
+            self._live.append((t,))
+        else:
+            acc = tuple([t for t, n in state if n.nullable])
+            self._accepting.append(acc)
+            self._live.append(tuple([t for t, _ in state]))
+            if not state:
+                self.table[sid] = DEAD
+        if acc:
+            self.accepts[sid] = 1
         return sid
+
+    def _grow(self) -> None:
+        """Double the table (a new array: readers re-read ``.table``)."""
+        old = self._cap
+        cap = self._cap = old * 2
+        table = np.empty((cap, 256), dtype=np.int32)
+        table[:old] = self.table
+        table[old:] = UNKNOWN
+        accepts = np.zeros(cap, dtype=np.int8)
+        accepts[:old] = self.accepts
+        self.table, self.accepts = table, accepts
 
     def _prune(self, pairs: Iterable[tuple[int, Node]]) -> State:
         out = []
@@ -166,33 +181,46 @@ class LexerDfa:
         derivatives (live terminals each) add up to at most ``extra`` (cheap classes
         filled ahead save later calls).
 
-        Cost: the state's classes once (cached by mask set), then per class one
-        derivative for each live terminal whose first bytes meet the class (boolean
-        nodes always), cached on the nodes.
+        Cost: the state's classes once (cached by mask set; for a one-terminal state on
+        the node), then per class one derivative for each live terminal whose first
+        bytes meet the class (boolean nodes always), cached on the nodes; a row filled
+        completely in one call is written with one or a few numpy stores.
 
         Raises:
             RegexLimitError: if a new state would exceed ``max_states``.
         """
         plan = self._pending.get(state)
         if plan is None:
-            if self.table[state, 0] != UNKNOWN and (self.table[state] != UNKNOWN).all():
+            pairs = self._states[state]
+            if not pairs:
+                return  # the dead state: its row is all DEAD from creation
+            if len(pairs) == 1 and self._fill_single(state, pairs[0], need, extra):
                 return
             plan = self._pending[state] = self._plan(state)
-        pairs, groups, pending = plan
+        pairs, groups, pending, whole, rows = plan
         if not pending:
             return
         keep = []
-        table = self.table
-        row = table[state]  # a view; re-taken when _state_id replaces the table
+        done: list[tuple[int, int]] = []  # (class, target)
         npairs = len(pairs)
+        ids = self._ids
         for cls in pending:
             if need is not None and not cls & need:
                 if npairs > extra:  # an unneeded class: only in a state with few terminals
                     keep.append(cls)
                     continue
                 extra -= npairs
-            if groups is None:
-                cands = pairs
+            b = (cls & -cls).bit_length() - 1  # lowest byte of the class
+            nxt = []
+            if rows is not None:  # a small state: each pair's derivative by its node row
+                for t, n, r in rows:
+                    j = r.index[b]
+                    d = r.derivs[j]
+                    if d is None:
+                        d = r.derivs[j] = derivative(n, r.reps[j])
+                    if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
+                        continue
+                    nxt.append((t, d))
             else:
                 idx: list[int] = []
                 parts = 0
@@ -202,45 +230,97 @@ class LexerDfa:
                         parts += 1
                 if parts > 1:
                     idx.sort()
-                cands = [pairs[i] for i in idx]
-            b = lowest_byte(cls)
-            nxt = []
-            for t, n in cands:
-                d = n._deriv.get(b)
-                if d is None:
-                    d = derivative(n, b)
-                if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
-                    continue
-                nxt.append((t, d))
-            target = self._state_id(tuple(nxt)) if nxt else DEAD
-            if self.table is not table:
-                table = self.table
-                row = table[state]
-            if cls & (cls - 1) == 0:
-                row[b] = target  # one byte
-            elif cls == ALL_BYTES:
-                row[:] = target
+                for i in idx:
+                    t, n = pairs[i]
+                    d = n._deriv.get(b)
+                    if d is None:
+                        d = derivative(n, b)
+                    if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
+                        continue
+                    nxt.append((t, d))
+            if nxt:
+                key = tuple(nxt)
+                target = ids.get(key)
+                if target is None:
+                    target = self._state_id(key)
             else:
-                row[_class_bits(cls)] = target
+                target = DEAD
+            done.append((cls, target))
+        table = self.table  # re-read: _state_id may have replaced it
+        if whole is not None and not keep:
+            _writer(whole)(table, state, [tg for _, tg in done])
+        else:
+            for cls, target in done:
+                if cls & (cls - 1) == 0:
+                    table[state, cls.bit_length() - 1] = target  # one byte
+                elif cls == ALL_BYTES:
+                    table[state] = target
+                else:
+                    table[state, _class_bits(cls)] = target
         if keep:
             plan[2] = keep
+            plan[3] = None
         else:
             self._pending[state] = _FILLED  # row complete: drop the plan
 
+    def _fill_single(self, state: int, pair: tuple[int, Node], need: int | None, extra: int) -> bool:
+        """``fill_classes`` of a fresh one-terminal state when it fills the whole row
+        (False, nothing done, otherwise): the classes, their derivatives and the row
+        writer are cached on the node (``_NodeRow``), so this is one state lookup per
+        class, then one or a few numpy stores."""
+        t, n = pair
+        r = n._row
+        if r is None:
+            r = n._row = _NodeRow(n)
+        if need is not None and len(r.classes) > extra:
+            unneeded = 0  # the general path fills min(unneeded, extra) unneeded classes
+            for c in r.classes:
+                if not c & need:
+                    unneeded += 1
+            if unneeded > extra:
+                return False
+        ids = self._ids
+        derivs = r.derivs
+        targets = []
+        for j, d in enumerate(derivs):
+            if d is None:
+                d = derivs[j] = derivative(n, r.reps[j])
+            if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
+                targets.append(DEAD)
+                continue
+            key = ((t, d),)
+            sid = ids.get(key)
+            if sid is None:
+                sid = self._state_id(key)
+            targets.append(sid)
+        r.write(self.table, state, targets)
+        self._pending[state] = _FILLED
+        return True
+
     def _plan(self, state: int) -> list:  # type: ignore[type-arg]
-        """``[pairs, groups, classes]``: the state's pairs, its pair indices grouped by
-        first bytes (None if one group: every pair is a candidate for every class), and
-        its byte classes not filled yet."""
+        """``[pairs, groups, classes, whole, rows]``: the state's pairs; for a large
+        state its pair indices grouped by first bytes (candidates of a class: the groups
+        meeting it), for a small one (``_SMALL`` pairs at most) ``rows``, each pair with
+        its node's ``_NodeRow``; its byte classes not filled yet; and the tuple of all
+        its classes while none is filled (None after a partial fill)."""
         pairs = self._states[state]
         if not pairs:
-            return [pairs, None, []]
-        classes = byte_classes(n for _, n in pairs)
-        if len(pairs) == 1:
-            return [pairs, None, classes]
+            return [pairs, None, [], None, None]
+        classes = classes_of([n for _, n in pairs])
+        if len(pairs) <= _SMALL:
+            rows = []
+            for t, n in pairs:
+                r = n._row
+                if r is None:
+                    r = n._row = _NodeRow(n)
+                if r.index is None:
+                    r.index = _class_index(r.classes)
+                rows.append((t, n, r))
+            return [pairs, None, list(classes), classes, rows]
         groups: dict[int, list[int]] = {}
         for i, (_, n) in enumerate(pairs):
             groups.setdefault(first_bytes(n), []).append(i)
-        return [pairs, None if len(groups) == 1 else list(groups.items()), classes]
+        return [pairs, list(groups.items()), list(classes), classes, None]
 
     def step(self, state: int, byte: int) -> int:
         """Next state after ``byte`` (``DEAD`` if no terminal survives); fills lazily."""
@@ -301,7 +381,7 @@ class LexerDfa:
 
 
 ALL_BYTES = (1 << 256) - 1
-_FILLED: list = [(), None, []]  # type: ignore[type-arg]  # the plan of a complete row
+_FILLED: list = [(), None, [], None, None]  # type: ignore[type-arg]  # the plan of a complete row
 # (node, limit) -> the answer of ``LexerDfa._is_empty``, shared by all DFAs. A True is a
 # decided emptiness; a False may stand for "undecided within the limit" (as per DFA)
 _EMPTY_MEMO: dict[tuple[Node, int], bool] = {}
@@ -317,6 +397,98 @@ def _class_bits(mask: int) -> NDArray[np.bool_]:
         if len(_CLASS_BITS) < 100_000:
             _CLASS_BITS[mask] = a
     return a
+
+
+Writer = Callable[[NDArray[np.int32], int, list[int]], None]
+_WRITERS: dict[tuple[int, ...], Writer] = {}
+
+
+def _writer(classes: tuple[int, ...]) -> Writer:
+    """A function ``(table, state, targets)`` storing ``targets[i]`` at the bytes of
+    ``classes[i]`` in row ``state`` (cached per class tuple). The row is set to the
+    target of the largest class, then the other classes are stored as byte ranges (one
+    slice store per range: classes are mostly a few ranges); a row of many ranges is
+    one gather through a byte → class index array instead."""
+    w = _WRITERS.get(classes)
+    if w is not None:
+        return w
+    k = len(classes)
+    if k == 1:
+        def w(table: NDArray[np.int32], state: int, targets: list[int]) -> None:
+            table[state] = targets[0]
+    else:
+        sizes = [c.bit_count() for c in classes]
+        big = max(range(k), key=sizes.__getitem__)
+        runs = [(lo, hi, i) for i in range(k) if i != big for lo, hi in _runs(classes[i])]
+        if len(runs) <= 12:
+            singles = tuple((lo, i) for lo, hi, i in runs if hi == lo + 1)
+            spans = tuple((lo, hi, i) for lo, hi, i in runs if hi > lo + 1)
+
+            def w(table: NDArray[np.int32], state: int, targets: list[int]) -> None:
+                row = table[state]
+                row[:] = targets[big]
+                for lo, hi, i in spans:
+                    row[lo:hi] = targets[i]
+                for b, i in singles:
+                    row[b] = targets[i]
+        else:
+            index = np.zeros(256, np.intp)
+            for i, c in enumerate(classes):
+                index[_class_bits(c)] = i
+
+            def w(table: NDArray[np.int32], state: int, targets: list[int]) -> None:
+                table[state] = np.array(targets, dtype=np.int32)[index]
+    if len(_WRITERS) < 100_000:
+        _WRITERS[classes] = w
+    return w
+
+
+def _runs(mask: int) -> list[tuple[int, int]]:
+    """The maximal byte ranges ``[lo, hi)`` of a 256-bit mask, increasing."""
+    out = []
+    while mask:
+        lo = (mask & -mask).bit_length() - 1
+        x = mask >> lo
+        n = (~x & (x + 1)).bit_length() - 1  # trailing ones
+        out.append((lo, lo + n))
+        mask &= ~(((1 << n) - 1) << lo)
+    return out
+
+
+class _NodeRow:
+    """What a DFA row needs of one node, cached on the node (``Node._row``): its byte
+    classes, the lowest byte of each, the derivative by each class (None until
+    computed; the same nodes as ``derivative``'s), the row writer of the classes and,
+    once a state of several terminals needs it, ``index``: byte → class number."""
+
+    __slots__ = ("classes", "reps", "derivs", "write", "index")
+
+    def __init__(self, n: Node) -> None:
+        classes = self.classes = node_classes(n)
+        self.reps = tuple((c & -c).bit_length() - 1 for c in classes)
+        self.derivs: list[Node | None] = [None] * len(classes)
+        self.write = _writer(classes)
+        self.index: bytes | None = None
+
+
+_SMALL = 16  # states of at most this many terminals derive through node rows
+_INDEX: dict[tuple[int, ...], bytes] = {}
+
+
+def _class_index(classes: tuple[int, ...]) -> bytes:
+    """Byte → class number for a partition of the 256 bytes (cached per class tuple)."""
+    r = _INDEX.get(classes)
+    if r is None:
+        a = np.zeros(256, np.uint8)
+        for j, c in enumerate(classes):
+            if c & (c - 1) == 0:
+                a[c.bit_length() - 1] = j
+            else:
+                a[_class_bits(c)] = j
+        r = a.tobytes()
+        if len(_INDEX) < 100_000:
+            _INDEX[classes] = r
+    return r
 
 
 # --- whole-language questions ----------------------------------------------------------------
@@ -347,7 +519,7 @@ def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None 
     todo = [node]
     while todo:
         n = todo.pop()
-        for cls in byte_classes((n,)):
+        for cls in node_classes(n):
             d = derivative(n, lowest_byte(cls))
             if d is EMPTY or d in seen:
                 continue
@@ -384,7 +556,7 @@ def example(node: Node, *, limit: int = 10_000) -> bytes | None:
     q = deque([(node, b"")])
     while q:
         n, s = q.popleft()
-        for cls in byte_classes((n,)):
+        for cls in node_classes(n):
             b = lowest_byte(cls)
             d = derivative(n, b)
             if d is EMPTY or d in seen:
@@ -414,7 +586,7 @@ def random_member(node: Node, rng, *, max_len: int = 40, stop: float = 0.2) -> b
             tail = example(n)
             return None if tail is None else bytes(out) + tail
         options = []
-        for cls in byte_classes((n,)):
+        for cls in node_classes(n):
             d = derivative(n, lowest_byte(cls))
             if d is not EMPTY and (not d.flags & F_BOOLEAN or is_empty(d, limit=2000) is False):
                 options.append(cls)

@@ -1,0 +1,164 @@
+"""LexerDfa.fill_classes: every fast path (one-terminal rows, node rows of small states,
+row writers) gives the transitions of per-byte derivatives, and partial fills leave
+exactly the classes the contract says."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tether.regex import DEAD, UNKNOWN, LexerDfa, byte_classes, derivative, is_empty, literal, parse
+from tether.regex.dfa import _runs, _writer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "property"))
+from regex_strategies import patterns  # noqa: E402
+
+
+def _expected(dfa: LexerDfa, state: int, b: int) -> tuple[tuple[int, object], ...]:
+    """The (terminal, node) pairs after byte ``b``, by plain per-byte derivatives."""
+    out = []
+    for t in dfa.live(state):
+        d = derivative(dfa.derivative_of(state, t), b)
+        if is_empty(d, limit=dfa.max_states) is not True:
+            out.append((t, d))
+    return tuple(out)
+
+
+def _check_entries(dfa: LexerDfa, state: int, need_all: bool = True) -> None:
+    row = dfa.table[state]
+    for b in range(256):
+        target = int(row[b])
+        if target == UNKNOWN:
+            assert not need_all, (state, b)
+            continue
+        exp = _expected(dfa, state, b)
+        if not exp:
+            assert target == DEAD, (state, b)
+            continue
+        assert target >= 0, (state, b)
+        got = tuple((t, dfa.derivative_of(target, t)) for t in dfa.live(target))
+        assert got == exp, (state, b)
+
+
+def _check_reachable(dfa: LexerDfa, start: int) -> None:
+    dfa.fill_reachable(start)
+    seen, todo = {start}, [start]
+    while todo:
+        s = todo.pop()
+        _check_entries(dfa, s)
+        for x in np.unique(dfa.table[s]).tolist():
+            if x >= 0 and x not in seen:
+                seen.add(x)
+                todo.append(x)
+
+
+words = st.text(alphabet="abc\"é_", min_size=1, max_size=6)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(words, min_size=1, max_size=8, unique=True))
+def test_literal_terminals_match_per_byte_derivatives(ws: list[str]) -> None:
+    # one-terminal states (the literal fast path) and states of several literals
+    dfa = LexerDfa([literal(w) for w in ws])
+    _check_reachable(dfa, dfa.start())
+    for t in range(len(ws)):
+        _check_reachable(dfa, dfa.start([t]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(patterns(anchors=False, flags=False), min_size=1, max_size=4))
+def test_random_terminal_sets_match_per_byte_derivatives(pats: list[str]) -> None:
+    dfa = LexerDfa([parse(p) for p in pats], max_states=3000)
+    try:
+        _check_reachable(dfa, dfa.start())
+    except Exception as exc:  # a pattern may need more states than this test allows
+        if type(exc).__name__ != "RegexLimitError":
+            raise
+
+
+def test_json_schema_like_terminals() -> None:
+    ws = "[ \\t\\n\\r]{0,16}"
+    key = '"(?:[^"\\\\]|\\\\.)*"'
+    pats = [f'{ws}"name"{ws}:{ws}', f'{ws}"nickname"{ws}:{ws}', f"{ws},{ws}", f"{ws}\\}}", key]
+    nodes = [parse(p) for p in pats]
+    # "any key but the listed ones": intersection with a complement (boolean nodes)
+    from tether.regex import complement, intersect
+    other = intersect(parse(key), complement(parse('"name"|"nickname"')))
+    dfa = LexerDfa([*nodes, other])
+    _check_reachable(dfa, dfa.start([0, 1, 2, 3]))
+    _check_reachable(dfa, dfa.start([0, 5]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(words, min_size=1, max_size=5, unique=True), st.integers(0, 255),
+       st.integers(0, 6), st.data())
+def test_partial_fills_follow_the_contract(ws: list[str], seed: int, extra: int, data: st.DataObject) -> None:
+    pats = [literal(w) for w in ws] + [parse("[a-c]{0,3}x"), parse('"[^"]*"')]
+    dfa = LexerDfa(pats)
+    allowed = data.draw(st.sets(st.integers(0, len(pats) - 1), min_size=1))
+    s = dfa.start(allowed)
+    rng = random.Random(seed)
+    need = 0
+    for _ in range(rng.randint(0, 3)):
+        need |= 1 << rng.randrange(256)
+    classes = byte_classes(dfa.derivative_of(s, t) for t in dfa.live(s))
+    npairs = len(dfa.live(s))
+    dfa.fill_classes(s, need, extra=extra)
+    row = dfa.table[s]
+    unneeded = [c for c in classes if not c & need]
+    filled_unneeded = min(len(unneeded), extra // npairs) if npairs else 0
+    for c in classes:
+        b = (c & -c).bit_length() - 1
+        bytes_of = [x for x in range(256) if c >> x & 1]
+        known = {int(row[x]) != UNKNOWN for x in bytes_of}
+        assert len(known) == 1  # a class is written at once
+        if c & need:
+            assert known == {True}
+        else:
+            assert known == {unneeded.index(c) < filled_unneeded}, (c, b)
+    _check_entries(dfa, s, need_all=False)
+    # completing the row later gives the transitions of a whole-row fill
+    dfa.fill_classes(s, None)
+    _check_entries(dfa, s)
+    other = LexerDfa(pats)
+    s2 = other.start(allowed)
+    other.fill_row(s2)
+    for b in range(256):
+        t1, t2 = int(dfa.table[s, b]), int(other.table[s2, b])
+        assert (t1 == DEAD) == (t2 == DEAD)
+        if t1 >= 0:
+            assert dfa.live(t1) == other.live(t2)
+            assert all(dfa.derivative_of(t1, t) is other.derivative_of(t2, t) for t in dfa.live(t1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 7), min_size=256, max_size=256))
+def test_row_writer_stores_each_class_target(labels: list[int]) -> None:
+    masks: dict[int, int] = {}
+    for b, lab in enumerate(labels):
+        masks[lab] = masks.get(lab, 0) | 1 << b
+    classes = tuple(masks.values())
+    targets = [10 * i + 3 for i in range(len(classes))]
+    table = np.full((3, 256), UNKNOWN, dtype=np.int32)
+    _writer(classes)(table, 1, targets)
+    for i, c in enumerate(classes):
+        for b in range(256):
+            if c >> b & 1:
+                assert table[1, b] == targets[i]
+    assert (table[0] == UNKNOWN).all() and (table[2] == UNKNOWN).all()
+
+
+@given(st.integers(0, (1 << 256) - 1))
+def test_runs_cover_the_mask(mask: int) -> None:
+    rs = _runs(mask)
+    back = 0
+    for lo, hi in rs:
+        assert lo < hi
+        back |= ((1 << (hi - lo)) - 1) << lo
+    assert back == mask
+    assert all(rs[i][1] < rs[i + 1][0] for i in range(len(rs) - 1))  # maximal, increasing
