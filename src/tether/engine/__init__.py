@@ -17,13 +17,17 @@ def warmup() -> None:
     """Load (or JIT-compile) the numba kernels now rather than at the first mask."""
     import numpy as np
 
-    from tether.engine._kernels import walk_lexemes
+    from tether.engine._kernels import nonzero_words, walk_lexemes, walk_lexemes_lazy
 
-    z = np.zeros(1, np.int32)
-    t = np.full((1, 256), -1, np.int32)
-    walk_lexemes(np.zeros(1, np.uint8), z, np.full(1, -1, np.int32), np.ones(1, np.int32),
-                 np.full(1, -1, np.int32), t, z, t, z, z.copy(), z.copy(),
-                 np.zeros(1, np.uint32), 1)
+    i32 = np.int32
+    one = np.zeros(1, i32)
+    t = np.full((1, 256), -1, i32)
+    trie = (np.zeros(2, np.uint8), np.array([0, 1], i32), np.full(2, -1, i32),
+            np.full(2, 2, i32), np.full(1, -1, i32))
+    rest = (np.zeros(2, i32), np.zeros(2, i32), np.zeros(1, np.uint32), 1, 2)
+    walk_lexemes(*trie, t, one, t, one, *rest)
+    walk_lexemes_lazy(*trie, t, one, one, t, one, *rest)
+    nonzero_words(np.zeros(1, np.uint32), np.zeros(1, i32), np.zeros(1, np.uint32))
 
 
 __all__ = ["CompiledConstraint", "Matcher", "compile", "compute_masks", "warmup"]

@@ -120,7 +120,7 @@ class CompiledConstraint:
             k0 = self._depth_cache.get(hint[0])
             if k0 is not None and k0 - hint[1] >= 16:
                 self._depth_cache[ls] = k0 - hint[1]
-        self.stats["slow_steps"] += fill_mask(self.vindex, self.steps, ls, node, parser, out,
+        self.stats["slow_steps"] += fill_mask(self.vindex, self.steps, ls, node, out,
                                               slices=self.use_slices,
                                               depth_cache=self._depth_cache)
         if not at_start:
@@ -130,12 +130,22 @@ class CompiledConstraint:
         if self.is_accepting_at(ls, node, at_start):
             for e in self.vindex.eos_ids:
                 out[e >> 5] |= np.uint32(1) << np.uint32(e & 31)
-        idx = np.flatnonzero(out).astype(np.int32)
-        if len(idx) * 2 > out.shape[0]:
+        self._store(key, out)
+
+    def _store(self, key: tuple[int, int, bool], out: NDArray[np.uint32]) -> None:
+        """Keep the mask of ``key``: its non-zero words, or a dense copy when more than
+        half are non-zero; the oldest entries go past the size limit."""
+        from tether.engine._kernels import nonzero_words
+
+        n = int(np.count_nonzero(out))
+        if n * 2 > out.shape[0]:
             entry: tuple[Any, NDArray[np.uint32]] = (None, out.copy())
             size = out.nbytes + 200
         else:
-            entry = (idx, out[idx])
+            idx = np.empty(n, np.int32)
+            words = np.empty(n, np.uint32)
+            nonzero_words(out, idx, words)
+            entry = (idx, words)
             size = idx.nbytes * 2 + 200
         self._masks[key] = entry
         self._mask_bytes += size

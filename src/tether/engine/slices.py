@@ -168,20 +168,50 @@ class VocabIndex:
             acc = acc | sl.mask
             self.union.append(acc)
         self.slice_tops = [min(sl.hi, sl.trie.max_depth) for sl in self.slices]
+        self._build_parts()
 
     def is_text_token(self, token: int) -> bool:
         """The token is whole text characters (a slice token not cut inside a character)."""
         return bool(self._text_ids[token])
 
-    def parts_to_walk(self, depth_ok: int) -> tuple[list[TokenTrie], NDArray[np.uint32] | None]:
-        """(tries to walk, union mask of the slices taken whole, or None) when every text
-        string of up to ``depth_ok`` bytes is safe. With nothing safe: the full trie."""
+    def parts_to_walk(self, depth_ok: int) -> tuple[TokenTrie, int, int,
+                                                     NDArray[np.uint32] | None]:
+        """``(trie, lo, hi, union)``: the nodes ``lo..hi-1`` of ``trie`` (whole subtrees of
+        the root) hold every token to walk when every text string of up to ``depth_ok``
+        bytes is safe, and ``union`` is the mask of the slices taken whole (None: the
+        full trie is walked)."""
         j = 0
         while j < len(self.slices) and self.slice_tops[j] <= depth_ok:
             j += 1
         if j == 0:
-            return [self.trie], None
-        return [self.rest] + [s.trie for s in self.slices[j:]], self.union[j - 1]
+            return self.trie, 1, self.trie.n_nodes, None
+        return self.parts, 1, self._parts_stop[j], self.union[j - 1]
+
+    def _build_parts(self) -> None:
+        """One flat trie ``[rest, slices[-1], ..., slices[0]]`` (roots dropped, a common
+        root 0): the tries to walk for any ``j`` are the prefix ``1.._parts_stop[j]``."""
+        tries = [self.rest] + [sl.trie for sl in reversed(self.slices)]
+        n = 1 + sum(t.n_nodes - 1 for t in tries)
+        byte = np.zeros(n, np.uint8)
+        depth = np.zeros(n, np.int32)
+        token = np.full(n, -1, np.int32)
+        end = np.empty(n, np.int32)
+        end[0] = n
+        stops = []
+        at = 1
+        for t in tries:
+            m = t.n_nodes - 1
+            byte[at : at + m] = t.byte[1:]
+            depth[at : at + m] = t.depth[1:]
+            token[at : at + m] = t.token[1:]
+            end[at : at + m] = t.end[1:] + (at - 1)
+            at += m
+            stops.append(at)
+        self.parts = TokenTrie(byte, token, self.dup_next, end, depth,
+                               max(t.max_depth for t in tries), n, self.vocab.size,
+                               self.vocab.fingerprint)
+        # _parts_stop[j]: end of rest + slices[j:] (slices[j] is tries[len - j])
+        self._parts_stop = [stops[len(self.slices) - j] for j in range(len(self.slices) + 1)]
 
 
 _CACHE: OrderedDict[tuple[str, tuple[int, ...]], VocabIndex] = OrderedDict()

@@ -70,6 +70,7 @@ class StepTables:
         self.naccept = np.zeros(16, np.int8)
         self.nodes: dict[Any, int] = {}
         self.node_allowed: list[frozenset[int]] = []
+        self._node_parser: list[Any] = []  # one parser per node, never pushed (see parser_at)
         self._start_cache: dict[frozenset[int], int] = {}
         self._acc_upto = 0  # lexer states below this have accid / lazyf set
 
@@ -152,6 +153,7 @@ class StepTables:
         self.nodes[key] = n
         allowed = frozenset(parser.allowed_terminals()) | self.ignore
         self.node_allowed.append(allowed)
+        self._node_parser.append(parser.copy())
         if self.trans.shape[0] <= n:
             self.trans = _grow(self.trans, n + 1, UNKNOWN)
             self.nstart = _grow(self.nstart, n + 1, UNKNOWN)
@@ -160,21 +162,29 @@ class StepTables:
         self.naccept[n] = 1 if parser.is_accepting() else 0
         return n
 
-    def transition(self, node: int, a: int, parser: Callable[[], Any]) -> int:
-        """``trans[node, a]``, computing it with ``parser()`` (a parser at ``node``) if unknown.
+    def parser_at(self, node: int) -> Any:
+        """A parser (a fresh copy, free to push) whose state is in class ``node``.
+
+        Any parser of the class will do: equal row keys mean equal futures, so the node
+        reached by pushing a lexeme on it is the same class of futures as from any other
+        member. Cost: one list copy of the representative's row stack."""
+        return self._node_parser[node].copy()
+
+    def transition(self, node: int, a: int, parser: Callable[[], Any] | None = None) -> int:
+        """``trans[node, a]``, computing it if unknown with ``parser()`` (a parser at
+        ``node``; default: ``parser_at(node)``).
 
         The parser is returned in the state it was given in (push, intern, pop).
         """
         c = int(self.trans[node, a])
         if c != UNKNOWN:
             return c
-        p = parser()
+        p = parser() if parser is not None else self.parser_at(node)
         before = p.n_rows
-        if self.push_lexeme(p, a):
-            c = self.intern(p)
+        try:
+            c = self.intern(p) if self.push_lexeme(p, a) else DEAD
+        finally:
             p.truncate(before)
-        else:
-            c = DEAD
         self.trans[node, a] = c
         return c
 
@@ -191,7 +201,8 @@ class StepTables:
             return bool(parser.push(scan))
         return any(t in self.ignore for t in acc)
 
-    def step(self, ls: int, node: int, b: int, parser: Callable[[], Any]) -> tuple[int, int]:
+    def step(self, ls: int, node: int, b: int, parser: Callable[[], Any] | None = None
+             ) -> tuple[int, int]:
         """One byte from (lexer state, node): the next (state, node), or (DEAD, DEAD).
 
         Fills every table entry the kernels need for this step, so a kernel resumed on
@@ -201,7 +212,7 @@ class StepTables:
         s, c, _ = self.step_detail(ls, node, b, parser)
         return s, c
 
-    def step_detail(self, ls: int, node: int, b: int, parser: Callable[[], Any]
+    def step_detail(self, ls: int, node: int, b: int, parser: Callable[[], Any] | None = None
                     ) -> tuple[int, int, list[tuple[int, int, int]]]:
         """As ``step``, plus the lexemes scanned on the way: ``[(accid, node after, kind)]``,
         kind 0 for a lexeme ended by ``b``, 1 for a lazy lexeme ended right after ``b``
@@ -234,9 +245,11 @@ class StepTables:
         return s, c, pushes
 
     def _transition_after(self, node: int, a0: int, c: int, a: int,
-                          parser: Callable[[], Any]) -> int:
+                          parser: Callable[[], Any] | None) -> int:
         if int(self.trans[c, a]) != UNKNOWN:
             return int(self.trans[c, a])
+        if parser is None:
+            return self.transition(c, a)
         p = parser()
         before = p.n_rows
         try:
