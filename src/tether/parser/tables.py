@@ -107,10 +107,7 @@ class ParserTables:
         self.pos_bits = max(1, n_pos.bit_length())
         self.accept_pos = self.rule_pos[0] + 1
 
-        rules_of: list[list[int]] = [[] for _ in range(self.n_symbols)]
-        for r, a in enumerate(enc.lhs):
-            rules_of[a].append(r)
-        self.rules_of: list[tuple[int, ...]] = [tuple(x) for x in rules_of]
+        self.rules_of: list[tuple[int, ...]] = enc.rules_of or _rules_of(enc.lhs, self.n_symbols)
         if nullable_terminals is None:
             from tether.parser.terminals import matches_empty
 
@@ -284,6 +281,8 @@ def _nullable(
     nullable = [False] * n_symbols
     for t in init:
         nullable[t] = True
+    if not init and min(map(len, rhs), default=1):  # no ε rule, no nullable terminal
+        return nullable
     if init:
         cand = [r for r, b in enumerate(rhs) if all(s >= n_t or s in init for s in b)]
     else:  # min() in C: every symbol is a nonterminal
@@ -318,6 +317,15 @@ class _Encoded:
     lhs: list[int]
     rhs: list[tuple[int, ...]]
     dropped: tuple[str, ...]
+    rules_of: list[tuple[int, ...]] | None  # None: not known yet
+
+
+def _rules_of(lhs: list[int], n_symbols: int) -> list[tuple[int, ...]]:
+    """Per symbol id, the ids of the rules with that left side."""
+    out: list[list[int]] = [[] for _ in range(n_symbols)]
+    for r, a in enumerate(lhs):
+        out[a].append(r)
+    return list(map(tuple, out))
 
 
 def _encode(grammar: Grammar) -> _Encoded:
@@ -381,10 +389,16 @@ def _encode(grammar: Grammar) -> _Encoded:
             good[r] = False
     # reachable from the start through productive rules (a worklist; each rule is read once
     # and its whole right side added in C); terminals are collected on the way
+    # (by_lhs holds rule index + 1: the final id when nothing is dropped, $start -> start
+    # being rule 0)
     by_lhs: list[list[int]] = [[] for _ in range(n_ids)]
-    for r in range(n_rules):
-        if good[r]:
-            by_lhs[plhs[r]].append(r)
+    if len(rest) == 0:
+        for r, a in enumerate(plhs, 1):
+            by_lhs[a].append(r)
+    else:
+        for r, a in enumerate(plhs, 1):
+            if good[r - 1]:
+                by_lhs[a].append(r)
     reach = {start_id}
     expanded = bytearray(n_ids)
     todo = [start_id]
@@ -394,7 +408,7 @@ def _encode(grammar: Grammar) -> _Encoded:
             continue
         expanded[a] = 1
         for r in by_lhs[a]:
-            rhs = prhs[r]
+            rhs = prhs[r - 1]
             n0 = len(reach)
             reach.update(rhs)
             if len(reach) != n0:
@@ -415,6 +429,7 @@ def _encode(grammar: Grammar) -> _Encoded:
     every = len(kept) == n_rules
     names = nt_names if every else [START, *dict.fromkeys(nt_names[plhs[r] - n_td] for r in kept)]
     n_t = len(terminals)
+    rules_of = None
     if n_t == n_td and names == nt_names:  # provisional ids are final
         lhs = [n_td, *plhs] if every else [n_td, *(plhs[r] for r in kept)]
         rhs = [(start_id,), *prhs] if every else [(start_id,), *(prhs[r] for r in kept)]
@@ -431,7 +446,11 @@ def _encode(grammar: Grammar) -> _Encoded:
     if len(pairs) != len(lhs):
         lhs = [a for a, _ in pairs]
         rhs = [b for _, b in pairs]
-    return _Encoded(terminals, names, lhs, rhs, dropped)
+    elif every and rules_of is None and n_t == n_td and names == nt_names:
+        by_lhs[n_td] = [0]
+        del by_lhs[n_ps:]
+        rules_of = list(map(tuple, by_lhs))
+    return _Encoded(terminals, names, lhs, rhs, dropped, rules_of)
 
 
 _SWEEPS = 6  # sweeps before the worklist takes over
