@@ -6,18 +6,23 @@
    ``rule_pos[r] .. rule_pos[r] + k``; ``sym[p]`` is the symbol after the dot (or ``-1``
    at the end of the rule) and ``lhs[p]`` the rule's left-hand side. Advancing the dot
    is ``p + 1``, so an Earley item is the single int ``origin << pos_bits | p``.
-3. Precompute what prediction needs (Aycock and Horspool, "Practical Earley Parsing",
-   2002): nullable symbols, and per nonterminal ``A`` the closure of nonterminals that
-   predicting ``A`` predicts (skipping nullable prefixes) and the dotted positions of
-   ``A``'s own rules that prediction creates (dot at 0, and past each nullable prefix).
+3. Know what prediction needs (Aycock and Horspool, "Practical Earley Parsing", 2002):
+   nullable symbols (up front), and per nonterminal ``A`` the dotted positions of ``A``'s
+   own rules that predicting it creates (dot at 0, and past each nullable prefix) and the
+   nonterminals those positions wait on, from which the closure of a predicted set
+   follows. These are computed per nonterminal the first time a row predicts it, not for
+   every symbol up front: a large grammar's first row needs only a few of them.
 
 Rules that can never derive a finite text (non-productive) and rules not reachable from
 the start are dropped here, so that every item the parser creates can still complete.
 
-Cost: linear in the size of the grammar, plus the prediction closures
-(``O(nonterminals²)`` at worst). Tables are immutable and shared by every parser of a
-grammar; the per-prediction-set cache (``prediction``) and the interned row keys grow as
-parsers meet new sets (both safe to share between threads under the GIL).
+Cost: construction is linear in the size of the grammar, a few passes over the rules
+with no Python loop per symbol beyond encoding each right side once (measured: about
+45 ms for a JSON Schema grammar of 21k rules and 76k dotted positions, 1-2 ms for a
+typical schema). A prediction costs its closure the first time per predicted set.
+Tables are shared by every parser of a grammar; they only grow on first use (per-
+nonterminal positions, the per-prediction-set cache ``prediction``, the interned row
+keys), idempotently, so sharing them between threads is safe under the GIL.
 """
 
 from __future__ import annotations
