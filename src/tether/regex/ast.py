@@ -43,7 +43,7 @@ class Node:
 
     __slots__ = (
         "kind", "args", "nullable", "uid", "_deriv", "_firsts", "_first_bytes", "_buckets",
-        "flags", "_classes", "_row",
+        "flags", "_classes", "_reps", "_index", "_write",
     )
 
     def __init__(self, kind: int, args: tuple, nullable: bool, uid: int, flags: int) -> None:  # type: ignore[type-arg]
@@ -54,7 +54,12 @@ class Node:
         self._buckets: list[tuple[int, list[Node]]] | None = None  # big alternations
         self.flags = flags  # bit 0: contains AND/NOT (language may be empty though not ∅)
         self._classes: tuple[int, ...] | None = None  # byte_classes((self,)), see node_classes
-        self._row: object = None  # dfa.py's cache of how to fill a one-terminal row
+        # dfa.py's row cache (kept in slots, not in an object per node, so that the
+        # garbage collector has no more objects to walk): the lowest byte of each class,
+        # byte -> class number, and the function writing a row of these classes
+        self._reps: tuple[int, ...] = ()
+        self._index: bytes | None = None
+        self._write: object = None
 
     # equality is identity and the hash is the identity hash (object's, in C): nodes
     # are interned, so structural equality and identity coincide

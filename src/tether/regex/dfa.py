@@ -212,12 +212,12 @@ class LexerDfa:
                 extra -= npairs
             b = (cls & -cls).bit_length() - 1  # lowest byte of the class
             nxt = []
-            if rows is not None:  # a small state: each pair's derivative by its node row
-                for t, n, r in rows:
-                    j = r.index[b]
-                    d = r.derivs[j]
+            if rows is not None:  # a small state: each node derives by its own class
+                for t, n, index, reps in rows:
+                    c = reps[index[b]]
+                    d = n._deriv.get(c)
                     if d is None:
-                        d = r.derivs[j] = derivative(n, r.reps[j])
+                        d = derivative(n, c)
                     if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
                         continue
                     nxt.append((t, d))
@@ -265,26 +265,27 @@ class LexerDfa:
 
     def _fill_single(self, state: int, pair: tuple[int, Node], need: int | None, extra: int) -> bool:
         """``fill_classes`` of a fresh one-terminal state when it fills the whole row
-        (False, nothing done, otherwise): the classes, their derivatives and the row
-        writer are cached on the node (``_NodeRow``), so this is one state lookup per
-        class, then one or a few numpy stores."""
+        (False, nothing done, otherwise): the classes, their lowest bytes and the row
+        writer are cached on the node (``_prepare``), so this is one derivative lookup
+        and one state lookup per class, then one or a few numpy stores."""
         t, n = pair
-        r = n._row
-        if r is None:
-            r = n._row = _NodeRow(n)
-        if need is not None and len(r.classes) > extra:
+        write = n._write
+        if write is None:
+            write = _prepare(n)
+        if need is not None and len(n._reps) > extra:
             unneeded = 0  # the general path fills min(unneeded, extra) unneeded classes
-            for c in r.classes:
+            for c in n._classes:  # type: ignore[union-attr]
                 if not c & need:
                     unneeded += 1
             if unneeded > extra:
                 return False
         ids = self._ids
-        derivs = r.derivs
+        deriv = n._deriv
         targets = []
-        for j, d in enumerate(derivs):
+        for b in n._reps:
+            d = deriv.get(b)
             if d is None:
-                d = derivs[j] = derivative(n, r.reps[j])
+                d = derivative(n, b)
             if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
                 targets.append(DEAD)
                 continue
@@ -293,7 +294,7 @@ class LexerDfa:
             if sid is None:
                 sid = self._state_id(key)
             targets.append(sid)
-        r.write(self.table, state, targets)
+        write(self.table, state, targets)  # type: ignore[operator]
         self._pending[state] = _FILLED
         return True
 
@@ -301,7 +302,7 @@ class LexerDfa:
         """``[pairs, groups, classes, whole, rows]``: the state's pairs; for a large
         state its pair indices grouped by first bytes (candidates of a class: the groups
         meeting it), for a small one (``_SMALL`` pairs at most) ``rows``, each pair with
-        its node's ``_NodeRow``; its byte classes not filled yet; and the tuple of all
+        its node's byte → class index and classes' lowest bytes; its byte classes not filled yet; and the tuple of all
         its classes while none is filled (None after a partial fill)."""
         pairs = self._states[state]
         if not pairs:
@@ -310,12 +311,12 @@ class LexerDfa:
         if len(pairs) <= _SMALL:
             rows = []
             for t, n in pairs:
-                r = n._row
-                if r is None:
-                    r = n._row = _NodeRow(n)
-                if r.index is None:
-                    r.index = _class_index(r.classes)
-                rows.append((t, n, r))
+                if n._write is None:
+                    _prepare(n)
+                index = n._index
+                if index is None:
+                    index = n._index = _class_index(n._classes)  # type: ignore[arg-type]
+                rows.append((t, n, index, n._reps))
             return [pairs, None, list(classes), classes, rows]
         groups: dict[int, list[int]] = {}
         for i, (_, n) in enumerate(pairs):
@@ -455,20 +456,12 @@ def _runs(mask: int) -> list[tuple[int, int]]:
     return out
 
 
-class _NodeRow:
-    """What a DFA row needs of one node, cached on the node (``Node._row``): its byte
-    classes, the lowest byte of each, the derivative by each class (None until
-    computed; the same nodes as ``derivative``'s), the row writer of the classes and,
-    once a state of several terminals needs it, ``index``: byte → class number."""
-
-    __slots__ = ("classes", "reps", "derivs", "write", "index")
-
-    def __init__(self, n: Node) -> None:
-        classes = self.classes = node_classes(n)
-        self.reps = tuple((c & -c).bit_length() - 1 for c in classes)
-        self.derivs: list[Node | None] = [None] * len(classes)
-        self.write = _writer(classes)
-        self.index: bytes | None = None
+def _prepare(n: Node) -> Writer:
+    """Cache on ``n`` its classes, the lowest byte of each and their row writer."""
+    classes = node_classes(n)
+    n._reps = tuple((c & -c).bit_length() - 1 for c in classes)
+    w = n._write = _writer(classes)
+    return w
 
 
 _SMALL = 16  # states of at most this many terminals derive through node rows

@@ -940,10 +940,30 @@ def map_masks(node: Node, f, memo: dict[Node, Node] | None = None) -> Node:  # t
 ANY_CHAR = charset_node(cs.ALL)  # one valid UTF-8 encoded code point
 
 
+# (pattern, flavor, ignore_case, dotall, search) -> node. Nodes are immutable and
+# interned, so a cached result is the node compiling again would build; patterns recur
+# across grammars (JSON strings, numbers, whitespace, formats). Successes only; the
+# oldest half is dropped when full.
+_COMPILED: dict[tuple[str, str, bool, bool, bool], Node] = {}
+_COMPILED_MAX = 20_000
+
+
 def _compile(pattern: str, flavor: str, ignore_case: bool, dotall: bool, search: bool) -> Node:
     check_flavor(flavor)
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be str; got {type(pattern).__name__}")
+    key = (pattern, flavor, bool(ignore_case), bool(dotall), search)
+    node = _COMPILED.get(key)
+    if node is None:
+        node = _compile_uncached(pattern, flavor, ignore_case, dotall, search)
+        if len(_COMPILED) >= _COMPILED_MAX:
+            for k in list(_COMPILED)[: _COMPILED_MAX // 2]:
+                del _COMPILED[k]
+        _COMPILED[key] = node
+    return node
+
+
+def _compile_uncached(pattern: str, flavor: str, ignore_case: bool, dotall: bool, search: bool) -> Node:
     tree = _Parser(pattern, flavor, _Flags(ignore_case=ignore_case, dotall=dotall)).parse()
     if _needs_annotation(tree):
         return _compile_annotated(tree, pattern, flavor, search)
@@ -1004,6 +1024,10 @@ def parse(
     (``flavor="python"``); ``flavor="ecma"`` follows ECMA-262 (``\\d \\w`` ASCII, ``.`` stops
     at any line terminator, Annex B leniency). Anchors at the ends are allowed.
 
+    Cost: parsing and lowering on the first call; results are cached by (pattern,
+    flavor, flags), so a pattern seen before (in any grammar of the process) is a dict
+    lookup.
+
     Raises:
         RegexError: bad syntax or a non-regular feature; the message names the offset.
     """
@@ -1021,6 +1045,7 @@ def search(
 
     This is what a JSON Schema ``pattern`` means (hence ``flavor="ecma"`` by default):
     unanchored sides may be surrounded by any text, ``^``/``$`` pin the match to an end.
+    Cached as ``parse``.
 
     Raises:
         RegexError: as ``parse``.

@@ -184,3 +184,22 @@ def test_python_cases_agree_with_re(pattern: str, good: list[str], bad: list[str
         assert re.fullmatch(pattern, text), f"the oracle disagrees on {pattern!r} ~ {text!r}"
     for text in bad:
         assert not re.fullmatch(pattern, text), f"the oracle disagrees on {pattern!r} !~ {text!r}"
+
+
+def test_compiled_patterns_are_cached_per_pattern_flavor_and_flags() -> None:
+    from tether.regex import syntax
+
+    p = "[a-f0-9]{2}-cache-test"
+    a = parse(p)
+    assert (p, "python", False, False, False) in syntax._COMPILED
+    assert parse(p) is a  # the cached node (equal to a fresh compile: nodes are interned)
+    assert syntax._compile_uncached(p, "python", False, False, False) is a
+    assert parse(p, ignore_case=True) is not a and matches(parse(p, ignore_case=True), "AB-CACHE-TEST")
+    assert search(p) is not a and matches(search(p), "xx0a-cache-testyy")
+    assert parse(p, flavor="ecma") is a  # same language, separate entry
+    assert (p, "ecma", False, False, False) in syntax._COMPILED
+    # errors are raised every time and never cached
+    for _ in range(2):
+        with pytest.raises(RegexError):
+            parse("(unclosed-cache-test")
+    assert not any(k[0] == "(unclosed-cache-test" for k in syntax._COMPILED)
