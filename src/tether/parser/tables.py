@@ -202,9 +202,10 @@ class ParserTables:
         return self._close((a,))
 
     def _close(self, seeds: Iterable[int]) -> frozenset[int]:
-        """The nonterminals predicting ``seeds`` predicts (``seeds`` included)."""
-        own, direct = self.own_positions, self._direct
-        seen = set(seeds)
+        """The nonterminals predicting ``seeds`` predicts (``seeds`` included; terminal ids
+        among them predict nothing)."""
+        own, direct, n_t = self.own_positions, self._direct, self.n_terminals
+        seen = {a for a in seeds if a >= n_t}
         todo = list(seen)
         while todo:
             a = todo.pop()
