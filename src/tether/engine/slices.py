@@ -60,6 +60,8 @@ for _ranges in _UTF8:
 _NEED = [sum(1 << int(b) for b in bs) for bs, _ in _UTF8_MOVES]
 _ASCII_TEXT = np.asarray([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], np.intp)
 _ASCII_NEED = sum(1 << int(b) for b in _ASCII_TEXT)
+ASCII_TEXT = _ASCII_TEXT  # the ASCII text bytes, as an index array
+ASCII_TEXT_BYTES = _ASCII_NEED  # the same, as a 256-bit int
 
 
 def is_text_prefix(data: bytes) -> bool:

@@ -73,6 +73,7 @@ class StepTables:
         self._node_parser: list[Any] = []  # one parser per node, never pushed (see parser_at)
         self._start_cache: dict[frozenset[int], int] = {}
         self._acc_upto = 0  # lexer states below this have accid / lazyf set
+        self.node_depth: dict[Any, int] = {}  # regex node -> text containment depth
 
     # ---- lexer side -------------------------------------------------------------------
     @property

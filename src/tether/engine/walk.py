@@ -18,11 +18,14 @@ still on the kernel's stacks.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.engine.slices import VocabIndex, containment_depth
-from tether.engine.tables import StepTables
+from tether.engine.slices import ASCII_TEXT, ASCII_TEXT_BYTES, VocabIndex, containment_depth
+from tether.engine.tables import UNKNOWN, StepTables
+from tether.regex.ast import first_bytes
 from tether.tokens.trie import TokenTrie
 
 
@@ -54,6 +57,46 @@ def walk_trie(trie: TokenTrie, lo: int, hi: int, dup_next: NDArray[np.int32],
         steps.step(int(lstack[d - 1]), int(pstack[d - 1]), int(byte[p]))
 
 
+def lexeme_depth(steps: StepTables, ls: int, limit: int, cache: dict[Any, int]) -> int:
+    """A ``k`` such that every text string of at most ``k`` bytes keeps the lexeme of
+    lexer state ``ls`` alive (``slices.containment_depth``'s question), found terminal by
+    terminal: the lexeme is alive while any of its terminals is, so the best single
+    terminal's depth is a sound answer (the union can only be deeper; a smaller ``k``
+    only means a longer walk, never another mask).
+
+    One terminal's depth depends only on its remaining regex, so it is cached by regex
+    node in ``cache``: the body of a JSON string, met again in every state that holds
+    it, is searched once. A terminal that cannot start with every ASCII text byte has
+    depth 0 (no search). Grammars with lazy terminals use the search on the whole state.
+    """
+    if steps.lazy:
+        return containment_depth(lambda: steps.table, steps.fill_row, ls, limit,
+                                 steps.is_lazy_accept)
+    row = steps.table[ls]
+    if (row[ASCII_TEXT] == UNKNOWN).any():
+        steps.fill_row(ls, ASCII_TEXT_BYTES)
+        row = steps.table[ls]
+    if (row[ASCII_TEXT] < 0).any():  # an ASCII text byte ends the lexeme: most states
+        return 0
+    dfa = steps.dfa
+    best = 0
+    for t, n in dfa._states[ls]:  # (terminal, remaining regex) pairs of the state
+        k = cache.get(n)
+        if k is None:
+            if first_bytes(n) & ASCII_TEXT_BYTES != ASCII_TEXT_BYTES:
+                k = 0
+            else:
+                one = dfa.state_of(((t, n),))
+                steps.sync(one + 1)
+                k = containment_depth(lambda: steps.table, steps.fill_row, one, limit)
+            cache[n] = k
+        if k > best:
+            best = k
+            if best >= limit:
+                break
+    return best
+
+
 def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
               mask: NDArray[np.uint32], *, slices: bool = True,
               depth_cache: dict[int, int] | None = None) -> int:
@@ -66,9 +109,7 @@ def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
         return walk_trie(t, 1, t.n_nodes, vindex.dup_next, steps, ls, node, mask)
     k = depth_cache.get(ls) if depth_cache is not None else None
     if k is None:
-        ends = steps.is_lazy_accept if steps.lazy else None
-        k = containment_depth(lambda: steps.table, steps.fill_row, ls, vindex.max_slice_len,
-                              ends)
+        k = lexeme_depth(steps, ls, vindex.max_slice_len, steps.node_depth)
         if depth_cache is not None:
             depth_cache[ls] = k
     trie, lo, hi, union = vindex.parts_to_walk(k)
