@@ -413,7 +413,20 @@ def _derive(node: Node, b: int) -> Node:
         return d
     if k == K_ALT:
         if len(node.args) <= 16:
-            return alt(*[derivative(m, b) for m in node.args if first_bytes(m) >> b & 1])
+            out = []
+            for m in node.args:
+                fb = m._first_bytes
+                if fb < 0:
+                    fb = first_bytes(m)
+                if fb >> b & 1:
+                    d = m._deriv.get(b)
+                    if d is None:
+                        d = derivative(m, b)
+                    if d is not EMPTY:
+                        out.append(d)
+            if not out:
+                return EMPTY
+            return out[0] if len(out) == 1 else alt(*out)  # alt(x) is x
         buckets = node._buckets
         if buckets is None:  # members grouped by first bytes: visit only those that may live
             groups: dict[int, list[Node]] = {}
@@ -422,14 +435,37 @@ def _derive(node: Node, b: int) -> Node:
             buckets = node._buckets = list(groups.items())
         return alt(*[derivative(m, b) for mask, ms in buckets if mask >> b & 1 for m in ms])
     if k == K_STAR:
-        return concat(derivative(node.args[0], b), node)
+        inner = node.args[0]
+        da = inner._deriv.get(b)
+        if da is None:
+            da = derivative(inner, b)
+        if da is EMPTY:
+            return EMPTY
+        return node if da is EPSILON else concat(da, node)
     if k == K_REPEAT:
         inner, lo, hi = node.args
-        return concat(derivative(inner, b), repeat(inner, max(lo - 1, 0), INF if hi == INF else hi - 1))
+        da = inner._deriv.get(b)
+        if da is None:
+            da = derivative(inner, b)
+        if da is EMPTY:  # no need to build the count-down node
+            return EMPTY
+        return concat(da, repeat(inner, max(lo - 1, 0), INF if hi == INF else hi - 1))
     if k == K_AND:
-        return intersect(*[derivative(m, b) for m in node.args])
+        ds = []
+        for m in node.args:
+            d = m._deriv.get(b)
+            if d is None:
+                d = derivative(m, b)
+            if d is EMPTY:
+                return EMPTY
+            ds.append(d)
+        return intersect(*ds)
     if k == K_NOT:
-        return complement(derivative(node.args[0], b))
+        inner = node.args[0]
+        d = inner._deriv.get(b)
+        if d is None:
+            d = derivative(inner, b)
+        return complement(d)
     if k == K_HIDE:
         inner, mask = node.args
         return EMPTY if mask >> b & 1 else hide(derivative(inner, b), mask)
