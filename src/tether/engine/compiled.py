@@ -154,6 +154,25 @@ class CompiledConstraint:
             self._mask_bytes -= (w2.nbytes if i2 is None else i2.nbytes * 2) + 200
 
 
+class _Key:
+    """A cache key whose hash is computed once: hashing a grammar's rules goes through
+    every rule and symbol (milliseconds for a large JSON Schema), and a dict hashes its
+    key again at each lookup and store."""
+
+    __slots__ = ("value", "hash")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _Key) and self.hash == other.hash
+                and self.value == other.value)
+
+
 def _grammar_key(g: Grammar) -> Any:
     return (g.start, tuple(g.rules), tuple(g.terminals.items()), tuple(g.ignore))
 
@@ -178,7 +197,7 @@ def compile(constraint: Any, vocabulary: Vocabulary, **options: Any) -> Compiled
     grammar = _as_grammar(constraint)
     opts = tuple(sorted((k, v if isinstance(v, (int, bool, tuple, str)) else id(v))
                         for k, v in options.items()))
-    key = (_grammar_key(grammar), vocabulary.fingerprint, opts)
+    key = _Key((_grammar_key(grammar), vocabulary.fingerprint, opts))
     hit = _COMPILED.get(key)
     if hit is not None:
         _COMPILED.move_to_end(key)
