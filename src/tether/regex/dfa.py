@@ -5,7 +5,8 @@
 2. ``table`` is a dense ``int32[capacity, 256]``: next state, ``DEAD`` (no terminal can
    continue) or ``UNKNOWN`` (row not computed yet). A numba kernel reads it and returns to
    Python on ``UNKNOWN``; ``fill_row`` computes one row with one derivative per byte
-   equivalence class (``ast.byte_classes``), not per byte.
+   equivalence class (``ast.byte_classes``), not per byte (see the README for the fast
+   paths: one-terminal rows and small states derive through caches on the nodes).
 3. The table grows by doubling (the array object is replaced: re-read ``.table``);
    creating more than ``max_states`` states raises ``RegexLimitError``.
 

@@ -702,6 +702,20 @@ def _empty_only(t: Tree) -> bool:
     return t[1] == ()  # an empty set matches nothing
 
 
+def _lenient_empty(t: Tree) -> bool:
+    """``_empty_only``, and no assertion in ``t`` tells the end of the text from just
+    before a final newline (so a Python ``$`` before ``t`` may take that newline):
+    ``\\Z``/``\\z`` and lookarounds can."""
+    k = t[0]
+    if k == "look" or (k == "eol" and t[1] == "end"):
+        return False
+    if k in ("seq", "alt"):
+        return all(_lenient_empty(x) for x in t[1])
+    if k == "rep":
+        return _lenient_empty(t[1])
+    return _empty_only(t)
+
+
 def _needs_context(t: Tree) -> bool:
     """Whether lowering ``t`` needs its continuation (lookahead, Python's ``$``)."""
     k = t[0]
@@ -772,7 +786,7 @@ class _Lowering:
         if kind == "seq":
             items = t[1]
             for i in range(len(items) - 1, -1, -1):
-                tail_empty = at_end and all(_empty_only(y) for y in items[i + 1 :])
+                tail_empty = at_end and all(_lenient_empty(y) for y in items[i + 1 :])
                 k = self.lower_k(items[i], k, tail_empty)
             return k
         if kind == "alt":

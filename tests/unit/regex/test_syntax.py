@@ -203,3 +203,15 @@ def test_compiled_patterns_are_cached_per_pattern_flavor_and_flags() -> None:
         with pytest.raises(RegexError):
             parse("(unclosed-cache-test")
     assert not any(k[0] == "(unclosed-cache-test" for k in syntax._COMPILED)
+
+
+@pytest.mark.parametrize("pattern", [r"^$\Z", r"a$\Z", r"a$(?=\n)", r"a$(?!\n)", r"a$$", r"a$"])
+@pytest.mark.parametrize("text", ["", "\n", "a", "a\n", "a\n\n", "xa\n"])
+def test_python_dollar_before_a_final_newline_followed_by_strict_end(pattern: str, text: str) -> None:
+    # "$" may match just before a final newline, "\Z" only at the very end: "$\Z"
+    # must not take that newline
+    import re
+
+    o = re.compile(pattern)
+    assert matches(search(pattern, flavor="python"), text) == (o.search(text) is not None)
+    assert matches(parse(pattern), text) == (o.fullmatch(text) is not None)
