@@ -23,9 +23,28 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.engine.slices import ASCII_TEXT, ASCII_TEXT_BYTES, VocabIndex, containment_depth
+from tether.engine.slices import (
+    ASCII_TEXT,
+    ASCII_TEXT_BYTES,
+    INF,
+    VocabIndex,
+    containment_depth,
+)
 from tether.engine.tables import UNKNOWN, StepTables
-from tether.regex.ast import first_bytes
+from tether.regex.ast import (
+    EMPTY,
+    K_ALT,
+    K_AND,
+    K_BYTES,
+    K_CONCAT,
+    K_EMPTY,
+    K_EPS,
+    K_NOT,
+    K_REPEAT,
+    first_bytes,
+    intersect,
+)
+from tether.regex.ast import INF as REPEAT_INF
 from tether.tokens.trie import TokenTrie
 
 
@@ -78,23 +97,66 @@ def lexeme_depth(steps: StepTables, ls: int, limit: int, cache: dict[Any, int]) 
         row = steps.table[ls]
     if (row[ASCII_TEXT] < 0).any():  # an ASCII text byte ends the lexeme: most states
         return 0
-    dfa = steps.dfa
     best = 0
-    for t, n in dfa._states[ls]:  # (terminal, remaining regex) pairs of the state
+    for t, n in steps.dfa._states[ls]:  # (terminal, remaining regex) pairs of the state
         k = cache.get(n)
         if k is None:
-            if first_bytes(n) & ASCII_TEXT_BYTES != ASCII_TEXT_BYTES:
-                k = 0
-            else:
-                one = dfa.state_of(((t, n),))
-                steps.sync(one + 1)
-                k = containment_depth(lambda: steps.table, steps.fill_row, one, limit)
-            cache[n] = k
+            k = cache[n] = _node_depth(steps, t, n, limit, cache)
         if k > best:
             best = k
             if best >= limit:
                 break
     return best
+
+
+def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, int]) -> int:
+    """``lexeme_depth`` of one terminal ``t`` whose remaining regex is ``n``.
+
+    Two shortcuts before the search, both sound lower bounds:
+
+    * ``X·Y`` (``Y`` not empty) is alive after any text that keeps ``X`` alive, so when
+      ``X`` keeps alive under every text string (depth ``INF``), so does ``X·Y`` (tried
+      for an intersection ``X``, below);
+    * ``A & ~F1 & ... `` with every ``Fi`` a finite language: if every text string keeps
+      ``A`` alive, each can be extended (by more text) past the longest string of the
+      ``Fi``, into ``A`` minus them, so the whole is ``INF`` too. This is the key of an
+      object with named and additional properties: any string but the named ones.
+    """
+    if first_bytes(n) & ASCII_TEXT_BYTES != ASCII_TEXT_BYTES:
+        return 0
+    if n.kind == K_CONCAT and n.args[0].kind == K_AND and n.args[1] is not EMPTY:
+        head = n.args[0]
+        k = cache.get(head)
+        if k is None:
+            k = cache[head] = _node_depth(steps, t, head, limit, cache)
+        if k >= INF:
+            return k
+    elif n.kind == K_AND:
+        pos = [c for c in n.args if c.kind != K_NOT]
+        neg = [c.args[0] for c in n.args if c.kind == K_NOT]
+        if pos and neg and all(_finite(f) for f in neg):
+            a = pos[0] if len(pos) == 1 else intersect(*pos)
+            k = cache.get(a)
+            if k is None:
+                k = cache[a] = _node_depth(steps, t, a, limit, cache)
+            if k >= INF:
+                return k
+    one = steps.dfa.state_of(((t, n),))
+    steps.sync(one + 1)
+    return containment_depth(lambda: steps.table, steps.fill_row, one, limit)
+
+
+def _finite(n: Any) -> bool:
+    """The regex ``n`` matches finitely many strings (no star, no unbounded repeat, no
+    complement); conservative: False when unsure."""
+    k = n.kind
+    if k in (K_EMPTY, K_EPS, K_BYTES):
+        return True
+    if k in (K_CONCAT, K_ALT):
+        return all(_finite(c) for c in n.args)
+    if k == K_REPEAT:
+        return n.args[2] != REPEAT_INF and _finite(n.args[0])
+    return False
 
 
 def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
