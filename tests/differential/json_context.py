@@ -24,6 +24,7 @@ class Scanner:
         self.stack: list[int] = []  # ord("{") / ord("[")
         self.esc = 0  # 1 after a backslash, >1 inside \\uXXXX
         self.num = False
+        self.text = b""  # the current string's bytes so far (escapes kept)
 
     def copy(self) -> Scanner:
         s = copy.copy(self)
@@ -36,6 +37,7 @@ class Scanner:
         ev = self.events
         for b in data:
             if self.in_string:
+                self.text += bytes([b])
                 if self.esc == 1:
                     self.esc = 5 if b == 0x75 else 0
                     if record:
@@ -73,6 +75,7 @@ class Scanner:
                 ev.add("punct")
             if b == 0x22:
                 self.in_string = True
+                self.text = b""
                 self.in_key = self.expect_key
                 self.expect_key = False
                 if record:
