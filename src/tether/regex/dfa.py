@@ -502,30 +502,51 @@ def matches(node: Node, data: bytes | str) -> bool:
 def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None = None) -> bool | None:
     """Whether ``L(node)`` is empty: True, False, or None if ``limit`` derivatives did not
     decide it. Explores derivatives (by byte class) depth-first; ``known`` (node → empty?)
-    short-cuts nodes decided before."""
+    short-cuts nodes decided before and receives what this search decides: every node
+    on the path to a nullable derivative is non-empty, and when nothing nullable is
+    reachable every node seen is empty. (Derivatives of a counted intersection, such as a
+    JSON string with both ``maxLength`` and a word-count ``pattern``, then find a known
+    node within a few steps instead of searching again.)"""
     if node is EMPTY:
         return True
     if node.nullable:
         return False
     if not node.flags & F_BOOLEAN:
         return False  # ∅ is the only empty node without intersection/complement
-    seen = {node}
+    parent: dict[Node, Node | None] = {node: None}
     todo = [node]
     while todo:
         n = todo.pop()
         for cls in node_classes(n):
             d = derivative(n, lowest_byte(cls))
-            if d is EMPTY or d in seen:
+            if d is EMPTY or d in parent:
                 continue
+            if known is not None:
+                k = known.get(d)
+                if k is True:
+                    continue
+                if k is False:
+                    _mark_path(known, parent, n)
+                    return False
             if d.nullable or not d.flags & F_BOOLEAN:
+                if known is not None:
+                    _mark_path(known, parent, n)
                 return False
-            if known is not None and known.get(d) is False:
-                return False
-            if len(seen) >= limit:
+            if len(parent) >= limit:
                 return None
-            seen.add(d)
+            parent[d] = n
             todo.append(d)
+    if known is not None:
+        for n in parent:
+            known[n] = True
     return True
+
+
+def _mark_path(known: dict[Node, bool], parent: dict[Node, Node | None], n: Node | None) -> None:
+    """Record ``n`` and its ancestors in the search as non-empty."""
+    while n is not None:
+        known[n] = False
+        n = parent[n]
 
 
 def is_subset(a: Node, b: Node, *, limit: int = 10_000) -> bool:
