@@ -30,7 +30,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from tether.errors import SchemaError, UnsupportedSchemaError, limited
 from tether.grammar import formats as fmt
-from tether.grammar.ir import NT, Grammar, T, Terminal
+from tether.grammar.ir import NT, Grammar, Rule, T, Terminal
 from tether.grammar.json_schema import numbers as num
 from tether.grammar.json_schema import strings as st
 from tether.grammar.json_schema.layout import Layout, Spec, Whitespace, dumps_str
@@ -199,10 +199,13 @@ class _Compiler:
     def rule(self, lhs: str, *rhs: NT | T) -> None:
         self.g.add_rule(lhs, *rhs)
         if len(self.g.rules) > self.max_rules:
-            raise SchemaError(
-                f"schema expands to more than {self.max_rules} grammar rules "
-                "(raise max_rules, or simplify the schema)"
-            )
+            self._too_many_rules()
+
+    def _too_many_rules(self) -> None:
+        raise SchemaError(
+            f"schema expands to more than {self.max_rules} grammar rules "
+            "(raise max_rules, or simplify the schema)"
+        )
 
     def term(self, spec: Spec, hint: str = "t") -> T:
         kind, value = spec
@@ -1299,7 +1302,7 @@ class _Compiler:
         # (a spelled-out complement trie grows with every name)
         not_named: Any = (
             ANY_BODY if not named
-            else ("and", ANY_BODY, ("not", "|".join(st.render(st.lit(k)) for k in named)))
+            else ("and", ANY_BODY, ("not", "|".join(_key_body(k) for k in named)))
         )
         names_body = None
         if name_schemas:
@@ -1451,36 +1454,63 @@ class _Compiler:
         counting = min_p > 0 or max_p is not None
         cap = max(1, max_p if max_p is not None else min_p) if counting else 1
         req_mask = sum(1 << i for i, s in enumerate(slots) if s[2])
-        names: dict[tuple[int, int], str] = {}
+        names: dict[tuple[int, int], NT] = {}
+        # terminals are made on first use, in the order the rules need them (their names
+        # count up), and then reused: 2^n states share 2n key lexemes
+        key_terms: dict[tuple[int, bool], T] = {}
+        close_terms: dict[bool, T] = {}
+        extra_terms: dict[tuple[int, bool], T] = {}
+        slot_nts = [NT(nt) for _, nt, _ in slots]
+        extra_nts = [NT(nt) for _, nt in extras]
+        rules = self.g.rules
+        order = [(i, k, used_bit) for i, (k, _, _) in enumerate(slots)
+                 for used_bit in [0 if tracked is not None and i not in tracked else 1 << i]]
 
-        def S(used: int, c: int) -> str:  # noqa: N802
+        def S(used: int, c: int) -> NT:  # noqa: N802
             key = (used, c)
-            if key in names:
-                return names[key]
-            name = names[key] = self.fresh("obj")
+            found = names.get(key)
+            if found is not None:
+                return found
+            name = self.fresh("obj")
+            ref = names[key] = NT(name)
             inc = min(c + 1, cap)
+            first = c == 0
             can_add = max_p is None or c < max_p
             if (used & req_mask == req_mask and (c >= min_p or not counting)
                     and all(not used & a or used & bs == bs for a, bs in dep_masks)):
-                self.rule(name, self.term(self.layout.close_object(depth, c == 0)))
+                t = close_terms.get(first)
+                if t is None:
+                    t = close_terms[first] = self.term(self.layout.close_object(depth, first))
+                rules.append(Rule(name, (t,)))
             if can_add:
-                for i, (k, nt, _) in enumerate(slots):
-                    if tracked is not None and i not in tracked:
-                        self.rule(name, self.term(self.layout.key_literal(depth, c == 0, k), "key"),
-                                  NT(nt), NT(S(used, inc)))
-                    elif not used >> i & 1:
-                        self.rule(name, self.term(self.layout.key_literal(depth, c == 0, k), "key"),
-                                  NT(nt), NT(S(used | 1 << i, inc)))
-                for body, nt in extras:
-                    self.rule(name, self._key_term(depth, c == 0, body), NT(nt), NT(S(used, inc)))
-            return name
+                for i, k, bit in order:
+                    if used & bit:
+                        continue
+                    t = key_terms.get((i, first))
+                    if t is None:
+                        t = key_terms[(i, first)] = self.term(self.layout.key_literal(depth, first, k), "key")
+                    rules.append(Rule(name, (t, slot_nts[i], S(used | bit, inc))))
+                for j, (body, _) in enumerate(extras):
+                    t = extra_terms.get((j, first))
+                    if t is None:
+                        t = extra_terms[(j, first)] = self._key_term(depth, first, body)
+                    rules.append(Rule(name, (t, extra_nts[j], S(used, inc))))
+            if len(rules) > self.max_rules:
+                self._too_many_rules()
+            return ref
 
-        return S(0, 0)
+        return S(0, 0).name
 
 
 @functools.cache
 def _format_language(name: str) -> st.Node:
     return st.search_language(st.parse_pattern("^(?:" + fmt.FORMATS[name] + ")$"))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _key_body(key: str) -> str:
+    """The string-body regex of exactly ``key`` (memoized: every object lists its names)."""
+    return st.render(st.lit(key))
 
 
 def _dependencies(flat: list[Member]) -> dict[str, list[str]]:
@@ -1650,19 +1680,36 @@ def dumps_for(
 
 
 def _prune(g: Grammar) -> None:
-    """Drop rules that use nonterminals deriving no finite text, then unreachable ones."""
+    """Drop rules that use nonterminals deriving no finite text, then unreachable ones.
+
+    Cost: linear in the grammar size (a worklist: each rule counts its nonterminal
+    occurrences not yet known productive).
+    """
+    rules = g.rules
+    pending = [0] * len(rules)
+    uses: dict[str, list[int]] = {}
+    ready: list[int] = []
+    for idx, r in enumerate(rules):
+        n = 0
+        for x in r.rhs:
+            if not isinstance(x, T):
+                n += 1
+                uses.setdefault(x.name, []).append(idx)
+        pending[idx] = n
+        if not n:
+            ready.append(idx)
     productive: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r in g.rules:
-            if r.lhs not in productive and all(
-                isinstance(x, T) or x.name in productive for x in r.rhs
-            ):
-                productive.add(r.lhs)
-                changed = True
-    g.rules = [r for r in g.rules if r.lhs in productive and all(
-        isinstance(x, T) or x.name in productive for x in r.rhs)]
+    while ready:
+        lhs = rules[ready.pop()].lhs
+        if lhs in productive:
+            continue
+        productive.add(lhs)
+        for idx in uses.get(lhs, ()):
+            pending[idx] -= 1
+            if not pending[idx]:
+                ready.append(idx)
+    # a rule whose every nonterminal is productive has a productive lhs
+    g.rules = [r for idx, r in enumerate(rules) if not pending[idx]]
     reach = {g.start}
     stack = [g.start]
     by_lhs: dict[str, list] = {}

@@ -567,7 +567,22 @@ def _range_text(r: tuple[int, int]) -> str:
 
 
 def render_cset(ranges: Ranges) -> str:
-    """Regex over JSON string-body text for one code point of ``ranges`` (canonical escape)."""
+    """Regex over JSON string-body text for one code point of ``ranges`` (canonical escape).
+
+    Cost: memoized by ``ranges`` (a pattern or a key repeats the same few classes).
+    """
+    found = _CSET_TEXT.get(ranges)
+    if found is None:
+        if len(_CSET_TEXT) >= 1 << 16:
+            _CSET_TEXT.clear()
+        found = _CSET_TEXT[ranges] = _render_cset(ranges)
+    return found
+
+
+_CSET_TEXT: dict[Ranges, str] = {}
+
+
+def _render_cset(ranges: Ranges) -> str:
     ranges = subtract(ranges, _UNENCODABLE)
     plain = subtract(ranges, _NEEDS_ESCAPE)
     parts = []
