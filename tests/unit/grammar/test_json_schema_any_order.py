@@ -152,3 +152,20 @@ def test_inlined_definitions_compile_once() -> None:
     g = compile_json_schema(json.loads(f.read_text())["schema"], whitespace="flexible",
                             property_order="any")
     assert len(g.rules) < 40_000  # 75,478 when every inlined copy was compiled on its own
+
+
+@pytest.mark.parametrize("order", ["schema", "any"])
+def test_many_patterns_with_one_schema_keep_other_keys(order: str) -> None:
+    # more than 4 patternProperties sharing one schema (Github_ultra---o65323, OCDS
+    # "title_<lang>" keys): keys matching no pattern follow additionalProperties, whose
+    # absence allows them (they were dropped, found by the llguidance differential)
+    pp = {f"^p{i}_": {"type": "integer"} for i in range(6)}
+    cases = {None: [True, False, True, True], False: [True, False, False, False],
+             "string": [True, False, True, False]}
+    for add, expected in cases.items():
+        s: dict = {"type": "object", "patternProperties": pp}
+        if add is not None:
+            s["additionalProperties"] = {"type": "string"} if add == "string" else add
+        g = compile_json_schema(s, property_order=order)
+        got = [ok(g, t) for t in ('{"p1_a":1}', '{"p1_a":"x"}', '{"zz":"x"}', '{"zz":1}')]
+        assert got == expected, (add, got)

@@ -1314,12 +1314,16 @@ class _Compiler:
                 return []
         if len(patterns) > 4:
             distinct = {json.dumps(sub, sort_keys=True) for _, sub, _, _ in patterns}
-            members_with_add = [s for s, _ in flat if "additionalProperties" in s]
-            if len(distinct) == 1 and all(s.get("additionalProperties") is False for s in members_with_add) \
-                    and len({i for *_, i in patterns}) == 1:
+            if len(distinct) == 1 and len({i for *_, i in patterns}) == 1:
+                # one schema for every pattern, all in one member: two regions, keys
+                # matching some pattern and keys matching none (the members'
+                # additionalProperties, absent meaning any value)
                 pats = "|".join(f"(?:{st.render(st.search_language(st.parse_pattern(pt)))})" for pt, *_ in patterns)
                 pat, sub, q, i = patterns[0]
-                regions = [((pats,), [(sub, q)])]
+                adds = [(idx, (s["additionalProperties"], _ptr(p, "additionalProperties")))
+                        for idx, (s, p) in enumerate(flat) if "additionalProperties" in s]
+                regions = [((pats,), [(sub, q), *(m for idx, m in adds if idx != i)]),
+                           ((("not", pats),), [m for _, m in adds])]
             else:
                 self.unsupported("patternProperties", patterns[0][2],
                                  "more than 4 patterns with different schemas")
