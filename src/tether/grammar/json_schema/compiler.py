@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import operator
 import re
 from collections.abc import Callable
 from decimal import Decimal
@@ -868,7 +869,7 @@ class _Compiler:
                 if not isinstance(pat, str):
                     raise SchemaError("'pattern' must be a string", q)
                 try:
-                    pieces.append((st.search_language(st.parse_pattern(pat)), q))
+                    pieces.append((_search_language(pat), q))
                 except st.PatternError as exc:
                     self.unsupported("pattern", q, str(exc))
             if "format" in s:
@@ -1273,11 +1274,11 @@ class _Compiler:
 
     def _pattern_matches(self, pattern: str, key: str, pointer: str) -> bool:
         try:
-            lang = st.search_language(st.parse_pattern(pattern))
+            found = _pattern_re(pattern)
         except st.PatternError as exc:
             self.unsupported("patternProperties", pointer, str(exc))
             return False
-        return st.matches(lang, key)
+        return found.fullmatch(key) is not None
 
     def _name_check(self, name_schemas: list[Member]) -> Callable[[str], bool]:
         flat = self.flatten(name_schemas)
@@ -1318,7 +1319,7 @@ class _Compiler:
                 # one schema for every pattern, all in one member: two regions, keys
                 # matching some pattern and keys matching none (the members'
                 # additionalProperties, absent meaning any value)
-                pats = "|".join(f"(?:{st.render(st.search_language(st.parse_pattern(pt)))})" for pt, *_ in patterns)
+                pats = "|".join(f"(?:{_pattern_body(pt)})" for pt, *_ in patterns)
                 pat, sub, q, i = patterns[0]
                 adds = [(idx, (s["additionalProperties"], _ptr(p, "additionalProperties")))
                         for idx, (s, p) in enumerate(flat) if "additionalProperties" in s]
@@ -1336,7 +1337,7 @@ class _Compiler:
             compiled = []
             for pat, _sub, q, _i in patterns:
                 try:
-                    compiled.append(st.render(st.search_language(st.parse_pattern(pat))))
+                    compiled.append(_pattern_body(pat))
                 except st.PatternError as exc:
                     self.unsupported("patternProperties", q, str(exc))
                     compiled.append(None)
@@ -1364,7 +1365,8 @@ class _Compiler:
             if names_body is not None:
                 parts.append(names_body)
             body = parts[0] if len(parts) == 1 else ("and", *parts)
-            if not self._body_nonempty(body):
+            # all keys but finitely many named ones: never empty (no regex work needed)
+            if (key_parts or names_body is not None) and not self._body_nonempty(body):
                 continue
             out.append((body, nt))
         return out
@@ -1509,6 +1511,25 @@ class _Compiler:
 @functools.cache
 def _format_language(name: str) -> st.Node:
     return st.search_language(st.parse_pattern("^(?:" + fmt.FORMATS[name] + ")$"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _search_language(pattern: str) -> st.Node:
+    """The language of strings ``pattern`` finds (memoized: nodes are immutable; a
+    ``PatternError`` is raised again on every call)."""
+    return st.search_language(st.parse_pattern(pattern))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern_body(pattern: str) -> str:
+    """The string-body regex of the strings ``pattern`` finds (memoized)."""
+    return st.render(_search_language(pattern))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern_re(pattern: str) -> re.Pattern[str]:
+    """``st.matches`` of ``pattern``'s language as a compiled Python regex (memoized)."""
+    return re.compile(st.render_plain(_search_language(pattern)), re.DOTALL)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -1686,9 +1707,100 @@ def dumps_for(
 def _prune(g: Grammar) -> None:
     """Drop rules that use nonterminals deriving no finite text, then unreachable ones.
 
-    Cost: linear in the grammar size (a worklist: each rule counts its nonterminal
-    occurrences not yet known productive).
+    Rules and terminals are kept in their order. Rules are defined children first, so a
+    few sweeps in rule order settle productivity and a few in reverse order reachability;
+    a worklist over what is left finishes either. Symbols are compared by name: the
+    compiler's terminal names (``key3``) never equal rule names (``obj_7``, ``root``),
+    and every terminal it uses is defined; otherwise ``_prune_general`` does the work.
+
+    Cost: about three passes over the rules, each symbol read in C.
     """
+    rules = g.rules
+    if not set(map(_LHS, rules)).isdisjoint(g.terminals):
+        _prune_general(g)
+        return
+    productive = set(g.terminals)
+    is_productive = productive.__contains__
+    rest = rules
+    for _ in range(_SWEEPS):
+        left = []
+        for r in rest:
+            if all(map(is_productive, map(_NAME, r.rhs))):
+                productive.add(r.lhs)
+            else:
+                left.append(r)
+        if len(left) == len(rest):
+            break
+        rest = left
+    else:
+        rest = _close_productive(rest, productive)
+    bad = {id(r) for r in rest}  # rules using a nonterminal that derives nothing
+    reach = {g.start}
+    is_reached = reach.__contains__
+    todo = [r for r in rules if id(r) not in bad] if bad else rules
+    for _ in range(_SWEEPS):
+        left = []
+        n_reached = len(reach)
+        for r in reversed(todo):
+            if is_reached(r.lhs):
+                reach.update(map(_NAME, r.rhs))
+            else:
+                left.append(r)
+        if not left or len(reach) == n_reached:
+            todo = []
+            break
+        todo = left[::-1]
+    if todo:  # a worklist over the rules not yet expanded
+        by_lhs: dict[str, list[Rule]] = {}
+        for r in todo:
+            by_lhs.setdefault(r.lhs, []).append(r)
+        stack = [a for a in by_lhs if a in reach]
+        while stack:
+            for r in by_lhs.pop(stack.pop(), ()):
+                for x in r.rhs:
+                    if x.name not in reach:
+                        reach.add(x.name)
+                        if x.name in by_lhs:
+                            stack.append(x.name)
+    if bad:
+        g.rules = [r for r in rules if r.lhs in reach and id(r) not in bad]
+    else:
+        g.rules = [r for r in rules if r.lhs in reach]
+    g.terminals = {k: v for k, v in g.terminals.items() if k in reach}
+
+
+def _close_productive(rest: list[Rule], productive: set[str]) -> list[Rule]:
+    """Finish ``productive`` over the rules ``rest`` with a worklist; the rules that use
+    a name deriving nothing."""
+    count: list[int] = []
+    users: dict[str, list[int]] = {}
+    todo: list[str] = []
+    for k, r in enumerate(rest):
+        n = 0
+        for x in r.rhs:
+            if x.name not in productive:
+                n += 1
+                users.setdefault(x.name, []).append(k)
+        count.append(n)
+        if not n and r.lhs not in productive:
+            productive.add(r.lhs)
+            todo.append(r.lhs)
+    while todo:
+        for k in users.get(todo.pop(), ()):
+            count[k] -= 1
+            if not count[k] and rest[k].lhs not in productive:
+                productive.add(rest[k].lhs)
+                todo.append(rest[k].lhs)
+    return [r for k, r in enumerate(rest) if count[k]]
+
+
+_SWEEPS = 4  # sweeps over the rules before a worklist takes over
+_NAME = operator.attrgetter("name")
+_LHS = operator.attrgetter("lhs")
+
+
+def _prune_general(g: Grammar) -> None:
+    """``_prune`` for any grammar (symbols told apart by kind): a worklist, linear."""
     rules = g.rules
     pending = [0] * len(rules)
     uses: dict[str, list[int]] = {}
