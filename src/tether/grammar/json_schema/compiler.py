@@ -1463,7 +1463,7 @@ class _Compiler:
         names: dict[tuple[int, int], NT] = {}
         # terminals are made on first use, in the order the rules need them (their names
         # count up), and then reused: 2^n states share 2n key lexemes
-        key_terms: dict[tuple[int, bool], T] = {}
+        key_terms: dict[bool, list[T | None]] = {True: [None] * len(slots), False: [None] * len(slots)}
         close_terms: dict[bool, T] = {}
         extra_terms: dict[tuple[int, bool], T] = {}
         slot_nts = [NT(nt) for _, nt, _ in slots]
@@ -1489,12 +1489,13 @@ class _Compiler:
                     t = close_terms[first] = self.term(self.layout.close_object(depth, first))
                 rules.append(Rule(name, (t,)))
             if can_add:
+                kts = key_terms[first]
                 for i, k, bit in order:
                     if used & bit:
                         continue
-                    t = key_terms.get((i, first))
+                    t = kts[i]
                     if t is None:
-                        t = key_terms[(i, first)] = self.term(self.layout.key_literal(depth, first, k), "key")
+                        t = kts[i] = self.term(self.layout.key_literal(depth, first, k), "key")
                     rules.append(Rule(name, (t, slot_nts[i], S(used | bit, inc))))
                 for j, (body, _) in enumerate(extras):
                     t = extra_terms.get((j, first))
