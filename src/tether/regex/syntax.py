@@ -69,6 +69,30 @@ def check_flavor(flavor: str) -> None:
         raise ValueError(f"flavor must be one of {FLAVORS}; got {flavor!r}")
 
 
+_CLASS_CACHE: dict[tuple[str, str, bool, bool], cs.CharSet] = {}
+
+
+def _class_end(p: str, at: int, python: bool) -> int:
+    """One past the ``]`` closing the set that opens at ``p[at]`` as the set parser reads
+    it (an escape skips the next character; a ``]`` first in a Python set is literal),
+    or -1 if there is none."""
+    i = at + 1
+    if i < len(p) and p[i] == "^":
+        i += 1
+    first = True
+    while i < len(p):
+        c = p[i]
+        if c == "\\":
+            i += 2
+            first = False
+            continue
+        if c == "]" and not (first and python):
+            return i + 1
+        first = False
+        i += 1
+    return -1
+
+
 @dataclass
 class _Flags:
     ignore_case: bool = False
@@ -380,6 +404,21 @@ class _Parser:
         return cs.complement(cs.NEWLINE)
 
     def char_class(self) -> cs.CharSet:
+        """A bracketed set; cached by its text, dialect and the flags it depends on
+        (front ends repeat the same sets, e.g. JSON whitespace, in every terminal)."""
+        at = self.i
+        end = _class_end(self.p, at, self.flavor == "python")
+        key = (self.p[at:end], self.flavor, self.flags.ignore_case, self.flags.ascii)
+        hit = _CLASS_CACHE.get(key) if end > 0 else None
+        if hit is not None:
+            self.i = end
+            return hit
+        s = self._char_class()
+        if end > 0 and self.i == end and len(_CLASS_CACHE) < 100_000:
+            _CLASS_CACHE[key] = s
+        return s
+
+    def _char_class(self) -> cs.CharSet:
         at = self.i
         self.i += 1
         negate = self.eat("^")
