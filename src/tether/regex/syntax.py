@@ -69,6 +69,10 @@ def check_flavor(flavor: str) -> None:
         raise ValueError(f"flavor must be one of {FLAVORS}; got {flavor!r}")
 
 
+_SPECIAL = frozenset("\\^$.|?*+()[]{}")  # characters atom() does not read as plain literals
+_QUANT = frozenset("*+?{")  # characters that may start a quantifier
+
+
 _CLASS_CACHE: dict[tuple[str, str, bool, bool], cs.CharSet] = {}
 
 
@@ -194,7 +198,16 @@ class _Parser:
 
     def sequence(self) -> Tree:
         items: list[Tree] = []
+        p, n = self.p, len(self.p)
         while True:
+            if not self.flags.verbose:
+                # fast path, the same tree as atom() + quantifiers(): a plain character
+                # that no quantifier follows (object keys are mostly such runs)
+                i = self.i
+                while i < n and p[i] not in _SPECIAL and (i + 1 == n or p[i + 1] not in _QUANT):
+                    items.append(("set", self.literal_set(ord(p[i]))))
+                    i += 1
+                self.i = i
             self.skip_verbose()
             c = self.peek()
             if c == "" or c == "|" or c == ")":
