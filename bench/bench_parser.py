@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from tether.grammar.ir import NT, Grammar, T, Terminal  # noqa: E402
+from tether.grammar.rfc8259 import json_text  # noqa: E402
 from tether.parser import ByteParser, EarleyParser, ParserTables  # noqa: E402
 
 
@@ -43,39 +44,8 @@ def right_recursive() -> Grammar:
 
 
 def json_grammar() -> Grammar:
-    """JSON over lexemes (strings, numbers, literals, punctuation; whitespace ignored);
-    object members right-recursive, array elements left-recursive."""
-    g = Grammar("value")
-    for name, kw in [
-        ("LBRACE", {"literal": "{"}),
-        ("RBRACE", {"literal": "}"}),
-        ("LBRACK", {"literal": "["}),
-        ("RBRACK", {"literal": "]"}),
-        ("COMMA", {"literal": ","}),
-        ("COLON", {"literal": ":"}),
-        ("STRING", {"regex": r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'}),
-        ("NUMBER", {"regex": r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?"}),
-        ("TRUE", {"literal": "true"}),
-        ("FALSE", {"literal": "false"}),
-        ("NULL", {"literal": "null"}),
-        ("WS", {"regex": r"[ \t\n\r]+"}),
-    ]:
-        g.add_terminal(Terminal(name, **kw))
-    g.ignore.append("WS")
-    for alt in ("object", "array"):
-        g.add_rule("value", NT(alt))
-    for term in ("STRING", "NUMBER", "TRUE", "FALSE", "NULL"):
-        g.add_rule("value", T(term))
-    g.add_rule("object", T("LBRACE"), T("RBRACE"))
-    g.add_rule("object", T("LBRACE"), NT("members"), T("RBRACE"))
-    g.add_rule("members", NT("pair"))
-    g.add_rule("members", NT("pair"), T("COMMA"), NT("members"))
-    g.add_rule("pair", T("STRING"), T("COLON"), NT("value"))
-    g.add_rule("array", T("LBRACK"), T("RBRACK"))
-    g.add_rule("array", T("LBRACK"), NT("elements"), T("RBRACK"))
-    g.add_rule("elements", NT("value"))
-    g.add_rule("elements", NT("elements"), T("COMMA"), NT("value"))
-    return g
+    """JSON over lexemes; object members right-recursive, array elements left-recursive."""
+    return json_text(members="right", elements="left")
 
 
 def list_input(n: int) -> list[tuple[str, str]]:

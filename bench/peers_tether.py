@@ -16,37 +16,13 @@ from peers_bench import EngineAdapter, GrammarSpec, Matcher, Unsupported, Vocab,
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-JSON_STRING = r'"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"'
-JSON_NUMBER = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?"
 
 
 def json_grammar():  # type: ignore[no-untyped-def]
     """Plain JSON (the harness's LARK_JSON) in tether's grammar IR."""
-    from tether.grammar.ir import NT, Grammar, T, Terminal
+    from tether.grammar.rfc8259 import json_text
 
-    g = Grammar(start="value")
-    for name, lit in [("LBRACE", "{"), ("RBRACE", "}"), ("LSQB", "["), ("RSQB", "]"),
-                      ("COMMA", ","), ("COLON", ":"), ("TRUE", "true"), ("FALSE", "false"),
-                      ("NULL", "null")]:
-        g.add_terminal(Terminal(name, literal=lit))
-    g.add_terminal(Terminal("STRING", regex=JSON_STRING))
-    g.add_terminal(Terminal("NUMBER", regex=JSON_NUMBER))
-    g.add_terminal(Terminal("WS", regex=r"[ \t\n\r]+"))
-    g.ignore.append("WS")
-    for alt in ("object", "array"):
-        g.add_rule("value", NT(alt))
-    for t in ("STRING", "NUMBER", "TRUE", "FALSE", "NULL"):
-        g.add_rule("value", T(t))
-    g.add_rule("object", T("LBRACE"), T("RBRACE"))
-    g.add_rule("object", T("LBRACE"), NT("members"), T("RBRACE"))
-    g.add_rule("members", NT("member"))
-    g.add_rule("members", NT("members"), T("COMMA"), NT("member"))
-    g.add_rule("member", T("STRING"), T("COLON"), NT("value"))
-    g.add_rule("array", T("LSQB"), T("RSQB"))
-    g.add_rule("array", T("LSQB"), NT("elements"), T("RSQB"))
-    g.add_rule("elements", NT("value"))
-    g.add_rule("elements", NT("elements"), T("COMMA"), NT("value"))
-    return g
+    return json_text()
 
 
 def regex_grammar(pattern: str):  # type: ignore[no-untyped-def]

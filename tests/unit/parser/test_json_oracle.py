@@ -12,43 +12,13 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tether.grammar.ir import NT, Grammar, T, Terminal
+from tether.grammar.ir import Grammar
+from tether.grammar.rfc8259 import json_text
 from tether.parser import ByteParser
 
 
 def rfc8259() -> Grammar:
-    g = Grammar("value")
-    char = r'([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})'
-    for name, kw in [
-        ("LBRACE", {"literal": "{"}),
-        ("RBRACE", {"literal": "}"}),
-        ("LBRACK", {"literal": "["}),
-        ("RBRACK", {"literal": "]"}),
-        ("COMMA", {"literal": ","}),
-        ("COLON", {"literal": ":"}),
-        ("STRING", {"regex": f'"{char}*"'}),
-        ("NUMBER", {"regex": r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?"}),
-        ("TRUE", {"literal": "true"}),
-        ("FALSE", {"literal": "false"}),
-        ("NULL", {"literal": "null"}),
-        ("WS", {"regex": r"[ \t\n\r]+"}),
-    ]:
-        g.add_terminal(Terminal(name, **kw))
-    g.ignore.append("WS")
-    for alt in ("object", "array"):
-        g.add_rule("value", NT(alt))
-    for term in ("STRING", "NUMBER", "TRUE", "FALSE", "NULL"):
-        g.add_rule("value", T(term))
-    g.add_rule("object", T("LBRACE"), T("RBRACE"))
-    g.add_rule("object", T("LBRACE"), NT("members"), T("RBRACE"))
-    g.add_rule("members", NT("pair"))
-    g.add_rule("members", NT("members"), T("COMMA"), NT("pair"))
-    g.add_rule("pair", T("STRING"), T("COLON"), NT("value"))
-    g.add_rule("array", T("LBRACK"), T("RBRACK"))
-    g.add_rule("array", T("LBRACK"), NT("elements"), T("RBRACK"))
-    g.add_rule("elements", NT("value"))
-    g.add_rule("elements", NT("value"), T("COMMA"), NT("elements"))
-    return g
+    return json_text(members="left", elements="right")
 
 
 JSON = ByteParser(rfc8259())
