@@ -98,7 +98,7 @@ def lexeme_depth(steps: StepTables, ls: int, limit: int, cache: dict[Any, int]) 
     if (row[ASCII_TEXT] < 0).any():  # an ASCII text byte ends the lexeme: most states
         return 0
     best = 0
-    for t, n in steps.dfa._states[ls]:  # (terminal, remaining regex) pairs of the state
+    for t, n in steps.dfa.pairs(ls):
         k = cache.get(n)
         if k is None:
             k = cache[n] = _node_depth(steps, t, n, limit, cache)

@@ -340,6 +340,10 @@ class LexerDfa:
                 return DEAD
         return state
 
+    def pairs(self, state: int) -> State:
+        """The ``(terminal, remaining regex)`` pairs of ``state``, terminals increasing."""
+        return self._states[state]
+
     def accepting(self, state: int) -> tuple[int, ...]:
         """Terminals whose regex matches the text read so far."""
         return self._accepting[state]
