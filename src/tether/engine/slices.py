@@ -58,10 +58,8 @@ for _ranges in _UTF8:
 
 
 _NEED = [sum(1 << int(b) for b in bs) for bs, _ in _UTF8_MOVES]
-_ASCII_TEXT = np.asarray([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], np.intp)
-_ASCII_NEED = sum(1 << int(b) for b in _ASCII_TEXT)
-ASCII_TEXT = _ASCII_TEXT  # the ASCII text bytes, as an index array
-ASCII_TEXT_BYTES = _ASCII_NEED  # the same, as a 256-bit int
+ASCII_TEXT = np.asarray([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], np.intp)
+ASCII_TEXT_BYTES = sum(1 << int(b) for b in ASCII_TEXT)
 
 
 def is_text_prefix(data: bytes) -> bool:
@@ -245,10 +243,10 @@ def containment_depth(table_of, fill_row, state: int, limit: int, ends=None,  # 
     """
     # quick reject: an ASCII text byte that kills the lexeme (most states outside strings)
     row = table_of()[state]
-    vals = row[_ASCII_TEXT]
+    vals = row[ASCII_TEXT]
     if (vals == -2).any():
-        fill_row(state, _ASCII_NEED)
-        vals = table_of()[state][_ASCII_TEXT]
+        fill_row(state, ASCII_TEXT_BYTES)
+        vals = table_of()[state][ASCII_TEXT]
     if (vals < 0).any():
         return 0
     seen = {(state, _B)}
