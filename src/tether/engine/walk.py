@@ -31,6 +31,7 @@ from tether.engine.slices import (
     containment_depth,
 )
 from tether.engine.tables import UNKNOWN, StepTables
+from tether.regex import ANY_CHAR, is_subset
 from tether.regex.ast import (
     EMPTY,
     K_ALT,
@@ -41,6 +42,8 @@ from tether.regex.ast import (
     K_EPS,
     K_NOT,
     K_REPEAT,
+    byte_set,
+    complement,
     first_bytes,
     intersect,
 )
@@ -124,6 +127,13 @@ def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, 
     """
     if first_bytes(n) & ASCII_TEXT_BYTES != ASCII_TEXT_BYTES:
         return 0
+    head = n.args[0] if n.kind == K_CONCAT else n
+    if head.kind == K_REPEAT and head.args[2] != REPEAT_INF and _takes_any_text_char(head.args[0]):
+        # C{lo,hi}·Y with C matching every text character: a text string of at most hi
+        # bytes is at most hi characters (the last maybe cut off), so C{lo,hi} keeps it
+        # alive. A bounded string body (maxLength) has this form; the search below would
+        # stop at its budget, a few levels deep, as the count makes every level new states
+        return min(int(head.args[2]), limit)
     if n.kind == K_CONCAT and n.args[0].kind == K_AND and n.args[1] is not EMPTY:
         head = n.args[0]
         k = cache.get(head)
@@ -144,6 +154,19 @@ def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, 
     one = steps.dfa.state_of(((t, n),))
     steps.sync(one + 1)
     return containment_depth(lambda: steps.table, steps.fill_row, one, limit)
+
+
+# one text character (``slices``' alphabet): any UTF-8 character but '"', '\\', C0, DEL
+_TEXT_CHAR = intersect(ANY_CHAR, complement(byte_set(range(0x20), 0x22, 0x5C, 0x7F)))
+_TAKES_TEXT: dict[Any, bool] = {}
+
+
+def _takes_any_text_char(c: Any) -> bool:
+    """Every single text character matches ``c`` (decided once per interned node)."""
+    r = _TAKES_TEXT.get(c)
+    if r is None:
+        r = _TAKES_TEXT[c] = is_subset(_TEXT_CHAR, c, limit=2_000)
+    return r
 
 
 def _finite(n: Any) -> bool:

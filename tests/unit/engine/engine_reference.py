@@ -33,6 +33,13 @@ def list_grammar() -> Grammar:
     return g
 
 
+def bounded_strings_grammar() -> Grammar:
+    """A JSON array of strings of at most 4 characters (``maxLength``): slices may only
+    cover tokens as long as the characters left, multi-byte ones cut off included."""
+    return Grammar.from_json_schema({"type": "array", "items": {"type": "string", "maxLength": 4}},
+                                    whitespace="compact")
+
+
 def regex_grammar(pattern: str) -> Grammar:
     g = Grammar(start="start")
     g.add_terminal(Terminal("RX", regex=pattern))
@@ -86,6 +93,8 @@ GRAMMARS: dict[str, tuple[Callable[[], Grammar], bytes, list[bytes]]] = {
                   [b"0", b"-12", b"190"]),
     "regex_alt": (lambda: regex_grammar(r"(ab|a)*c"), b"abc", [b"c", b"abac", b"aaabc"]),
     "regex_bounded": (lambda: regex_grammar(r"[a-c]{2,4}x?"), b"abcx", [b"ab", b"abcx", b"cccc"]),
+    "bounded_strings": (bounded_strings_grammar, b'[],"ab \\n\xc3\xa9\xe2\x82\xac',
+                        [b'["ab",""]', b'["\xc3\xa9\xc3\xa9ab","\xe2\x82\xac"]', b'["a\\nb "]']),
     "greedy": (greedy_grammar, b"ab ", [b"ab", b"aab", b"a ab", b"aa a aab"]),
     "stop": (stop_grammar, b"ab ;end", [b"end", b"ab;end", b"a b;;end"]),
     "keyword": (keyword_grammar, b"ifxa= ", [b"if a=b", b"x=y  if  q = r", b"ifa=b"]),

@@ -85,3 +85,28 @@ def test_mask_cache_gives_identical_masks() -> None:
             assert m.consume(t)
     assert first == second
     assert cc.stats["mask_hits"] >= len(toks)
+
+
+def test_bounded_string_slices_stop_at_the_characters_left() -> None:
+    """Inside a ``maxLength: 4`` string body, text tokens longer than the characters left
+    must not come from the slices (a 5-byte ASCII token after ``["`` is refused, a 6-byte
+    token of 4 characters is allowed), at every step of the string."""
+    from engine_reference import bounded_strings_grammar
+
+    from tether.tokens.vocabulary import Vocabulary
+
+    toks = [b"", b"<s>", *(bytes([b]) for b in b'[],"ab \\n'), b"abab", b"ababa", b"abab ",
+            b"aaa", b'["', b"\xc3\xa9\xc3\xa9ab", b"\xc3", b"\xa9", b"\xc3\xa9", b"b\xc3\xa9"]
+    vocab = Vocabulary.from_bytes(toks, eos_ids=[0], special_ids=[1])
+    cc = compile(bounded_strings_grammar(), vocab)
+    for text in (b'["', b'["a', b'["ab', b'["\xc3', b'["\xc3\xa9a', b'["ab","', b'["ab","b\xc3\xa9'):
+        m = cc.matcher()
+        bp = ByteParser(bounded_strings_grammar())
+        for t in greedy_tokenize(vocab, text):
+            assert m.consume(t), m.error
+        assert bp.feed(text)
+        assert engine_mask(m, vocab) == reference_mask(bp, vocab), text
+    m = cc.matcher()
+    assert m.consume(toks.index(b'["'))
+    got = {vocab.tokens[t] for t in engine_mask(m, vocab)}
+    assert b"abab" in got and b"\xc3\xa9\xc3\xa9ab" in got and b"ababa" not in got
