@@ -20,17 +20,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.regex.ast import node_classes
+
 DEAD = -1
 UNKNOWN = -2
 ALL = (1 << 256) - 1
 # derivatives (candidate terminals over the state's other byte classes) also computed on a
 # miss: each class filled ahead saves the walk a return to Python (a kernel restart)
 EXTRA = 64
-# new states whose cheap classes are filled right away (the walk reaches a new state just
-# after the transition that created it). Off: on bench/bench_engine_hot.py, 8 states ahead
-# cut kernel restarts from 21k to 7.8k but the derivatives of states never reached cost more
-AHEAD = 0
-EXTRA_AHEAD = 16
+# new one-terminal states with a single live byte class (the next byte of a literal, a
+# run of whitespace) filled right away, up to this many per miss: the walk that made such
+# a state usually steps into it next (a token longer than one byte), and each of those
+# steps would otherwise be a return to Python. Filling any new state ahead (whatever its
+# classes) cost more in derivatives of states never reached than it saved.
+CHAIN = 48
 
 _CLASS_BITS: dict[int, NDArray[np.bool_]] = {}
 
@@ -65,17 +68,18 @@ class RowFiller:
 
     def fill(self, state: int, need: int | None = None) -> None:
         """Compute the transitions of ``state`` for every byte class meeting ``need``,
-        then the cheap classes of the states this created (up to ``AHEAD`` of them)."""
+        then the rows of the new states that continue by one byte class only (up to
+        ``CHAIN`` of them, breadth first)."""
         dfa = self.dfa
         if self._fill is None:
             dfa.fill_row(state)
             return
         n0 = dfa.n_states
         self._fill(state, need, extra=EXTRA)
-        if dfa.n_states == n0 or dfa.n_states > dfa.max_states // 2:
-            return
-        nxt, todo = n0, AHEAD  # breadth first over the new states, in creation order
+        nxt, todo = n0, CHAIN
         while nxt < dfa.n_states and todo > 0 and dfa.n_states <= dfa.max_states // 2:
-            self._fill(nxt, 0, extra=EXTRA_AHEAD)
+            pairs = dfa.pairs(nxt)
+            if len(pairs) == 1 and len(node_classes(pairs[0][1])) <= 2:
+                self._fill(nxt, None)
+                todo -= 1
             nxt += 1
-            todo -= 1
