@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.regex import ANY_CHAR
+from tether.regex.ast import byte_set, complement, intersect
 from tether.tokens.bitmask import allocate_mask
 from tether.tokens.trie import TokenTrie, build_trie
 from tether.tokens.vocabulary import Vocabulary
@@ -60,6 +62,8 @@ for _ranges in _UTF8:
 _NEED = [sum(1 << int(b) for b in bs) for bs, _ in _UTF8_MOVES]
 ASCII_TEXT = np.asarray([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], np.intp)
 ASCII_TEXT_BYTES = sum(1 << int(b) for b in ASCII_TEXT)
+# the same alphabet as a regex: one text character (what ``_UTF8`` reads from state 0)
+TEXT_CHAR = intersect(ANY_CHAR, complement(byte_set(range(0x20), 0x22, 0x5C, 0x7F)))
 
 
 def is_text_prefix(data: bytes) -> bool:

@@ -27,11 +27,12 @@ from tether.engine.slices import (
     ASCII_TEXT,
     ASCII_TEXT_BYTES,
     INF,
+    TEXT_CHAR,
     VocabIndex,
     containment_depth,
 )
 from tether.engine.tables import UNKNOWN, StepTables
-from tether.regex import ANY_CHAR, is_subset
+from tether.regex import is_subset
 from tether.regex.ast import (
     EMPTY,
     K_ALT,
@@ -42,8 +43,6 @@ from tether.regex.ast import (
     K_EPS,
     K_NOT,
     K_REPEAT,
-    byte_set,
-    complement,
     first_bytes,
     intersect,
 )
@@ -156,8 +155,6 @@ def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, 
     return containment_depth(lambda: steps.table, steps.fill_row, one, limit)
 
 
-# one text character (``slices``' alphabet): any UTF-8 character but '"', '\\', C0, DEL
-_TEXT_CHAR = intersect(ANY_CHAR, complement(byte_set(range(0x20), 0x22, 0x5C, 0x7F)))
 _TAKES_TEXT: dict[Any, bool] = {}
 
 
@@ -165,7 +162,7 @@ def _takes_any_text_char(c: Any) -> bool:
     """Every single text character matches ``c`` (decided once per interned node)."""
     r = _TAKES_TEXT.get(c)
     if r is None:
-        r = _TAKES_TEXT[c] = is_subset(_TEXT_CHAR, c, limit=2_000)
+        r = _TAKES_TEXT[c] = is_subset(TEXT_CHAR, c, limit=2_000)
     return r
 
 

@@ -46,3 +46,19 @@ def test_is_empty_is_three_valued_under_a_limit() -> None:
     hard = intersect(parse("[ab]*a[ab]{14}"), parse("[ab]*b[ab]{14}"))
     assert is_empty(hard, limit=50) is None  # undecided within the limit
     assert is_subset(parse("[ab]*a[ab]{14}"), parse("[ab]*b[ab]{14}"), limit=50) is False  # sound default
+
+
+def test_slices_text_char_regex_matches_its_decoder_table() -> None:
+    """``slices.TEXT_CHAR`` (the engine's depth shortcut) and the UTF-8 table the slices
+    are cut by name the same characters."""
+    import random
+
+    from tether.engine.slices import TEXT_CHAR, is_text_prefix
+    from tether.regex import matches
+
+    cps = [*range(0x800), *random.Random(1).sample(range(0x800, 0x110000), 2000)]
+    for cp in cps:
+        if 0xD800 <= cp < 0xE000:
+            continue
+        b = chr(cp).encode()
+        assert bool(matches(TEXT_CHAR, b)) == is_text_prefix(b), hex(cp)
