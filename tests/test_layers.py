@@ -12,6 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tether"
 # bottom to top; a module may import its own layer and any layer listed before it
 LAYERS = [
     "errors",
+    "limits",
     "tokens",
     "regex",
     "grammar",

@@ -24,6 +24,9 @@ _LAZY: dict[str, str] = {
     "ModelError": "tether.errors",
     "QuerySyntaxError": "tether.errors",
     "MissingDependencyError": "tether.errors",
+    "LimitError": "tether.errors",
+    # limits
+    "Limits": "tether.limits",
     # layers whose package is also a public name (``tether.regex(pattern)`` is callable)
     "regex": "",
     # tokens

@@ -8,6 +8,8 @@
      │    └── UnsupportedSchemaError        valid schema, keyword tether cannot enforce
      ├── VocabularyError (ValueError)       token bytes do not round-trip
      ├── ConstraintError (ValueError)       a constraint cannot be compiled for a vocabulary
+     ├── LimitError (ValueError)            an input past one of the `tether.limits.Limits`; names
+     │                                      the limit, the value, the maximum and the place
      ├── ModelError (RuntimeError)          a model backend failed; ``retryable`` says if a retry may help
      ├── QuerySyntaxError (SyntaxError)     bad query-language program; line:column
      └── MissingDependencyError (ImportError)  an optional extra is not installed; says what to install
@@ -113,6 +115,32 @@ class VocabularyError(TetherError, ValueError):
 
 class ConstraintError(TetherError, ValueError):
     """A constraint that cannot be compiled (e.g. it allows no token sequence)."""
+
+
+class LimitError(TetherError, ValueError):
+    """An input, or the work it causes, exceeds one of the `tether.limits.Limits`.
+
+    Attributes:
+        limit: the name of the limit (a field of ``Limits``), e.g. ``"max_repeat"``.
+        value: what the input asked for (a number, or a description).
+        maximum: the limit in force (None when the limit's own value was bad).
+        place: where in the input: ``line 3 column 7``, ``#/properties/a``, ``offset 12``.
+    """
+
+    def __init__(self, limit: str, value: object, maximum: object, place: str = "",
+                 *, detail: str = "") -> None:
+        self.limit, self.value, self.maximum, self.place = limit, value, maximum, place
+        if maximum is None:
+            message = f"bad limit {limit}={limited(value)}"
+        else:
+            message = f"{limit} exceeded: {limited(value)} > {maximum}"
+        if place:
+            message += f" at {place}"
+        if detail:
+            message += f" ({detail})"
+        elif maximum is not None:
+            message += f"; raise it with tether.limits.Limits({limit}=...) if the input is trusted"
+        super().__init__(message)
 
 
 class ModelError(TetherError, RuntimeError):
