@@ -25,6 +25,7 @@ _LAZY: dict[str, str] = {
     "QuerySyntaxError": "tether.errors",
     "MissingDependencyError": "tether.errors",
     "LimitError": "tether.errors",
+    "ContextLengthError": "tether.errors",
     # limits
     "Limits": "tether.limits",
     # layers whose package is also a public name (``tether.regex(pattern)`` is callable)

@@ -11,6 +11,7 @@
      ├── LimitError (ValueError)            an input past one of the `tether.limits.Limits`; names
      │                                      the limit, the value, the maximum and the place
      ├── ModelError (RuntimeError)          a model backend failed; ``retryable`` says if a retry may help
+     │    └── ContextLengthError            the tokens do not fit the model's context window
      ├── QuerySyntaxError (SyntaxError)     bad query-language program; line:column
      └── MissingDependencyError (ImportError)  an optional extra is not installed; says what to install
 
@@ -149,6 +150,19 @@ class ModelError(TetherError, RuntimeError):
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         self.retryable = retryable
         super().__init__(message)
+
+
+class ContextLengthError(ModelError):
+    """The tokens to evaluate do not fit the model's context window.
+
+    Raised by a backend instead of its own exception; decoding ends the output with
+    ``finish_reason="length"`` when it happens mid-output, and raises it when the prompt
+    alone does not fit. ``n_ctx`` is the window, ``needed`` the tokens asked for.
+    """
+
+    def __init__(self, n_ctx: int, needed: int) -> None:
+        self.n_ctx, self.needed = n_ctx, needed
+        super().__init__(f"context window full: {needed} tokens needed, the model holds {n_ctx}")
 
 
 class QuerySyntaxError(TetherError, SyntaxError):
