@@ -49,7 +49,10 @@ ENGINES = "tether,tether_any,llguidance,xgrammar,outlines_core"
 
 def patched_harness(dst: Path) -> Path:
     src = HARNESS.read_text()
-    src = src.replace('setup_peers_venv.sh "$PEERS_VENV"', "setup_peers_venv.sh '$PEERS_VENV'")
+    try:  # older copies had an f-string that Python 3.11 rejects (nested double quotes)
+        compile(src, str(HARNESS), "exec")
+    except SyntaxError:
+        src = src.replace('setup_peers_venv.sh "$PEERS_VENV"', "setup_peers_venv.sh '$PEERS_VENV'")
     old = "        return msg\n\n    def kill(self):"
     new = ("        if isinstance(msg, dict) and self.proc is not None:\n"
            "            msg['rss_mb'] = _rss_mb(self.proc.pid)\n"
