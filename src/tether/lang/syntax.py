@@ -312,7 +312,7 @@ _CLAUSE = re.compile(r"^(from|where|distribute|distribution)\b(.*)$")
 
 
 def _decoder_head(line: str) -> re.Match[str] | None:
-    return re.match(r"^(argmax|greedy|sample|beam|beam_search)\s*(\(.*\))?\s*(.*)$", line)
+    return re.match(r"^(argmax|greedy|sample|beam_search|beam)\b\s*(\(.*\))?\s*(.*)$", line)
 
 
 def parse_decoder(src: str, text: str = "", offset: int = 0, filename: str = "<query>") -> DecoderSpec:

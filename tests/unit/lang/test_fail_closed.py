@@ -299,3 +299,9 @@ def test_backend_failure_is_a_model_error() -> None:
     m.logits = broken  # type: ignore[method-assign]
     with pytest.raises(ModelError, match="device lost"):
         run_query('"Q:[A]"', model=m)
+
+
+def test_beam_search_decoder_clause_is_a_decoder() -> None:
+    # found by the query fuzzer: "beam_search(n=2)" was read as a call in the body
+    q = load_query('beam_search(n=2)\n"Q:[X]"\n')
+    assert q.decoder is not None and q.decoder.method == "beam" and q.decoder.n == 2
