@@ -697,8 +697,11 @@ class Runtime:
             if len(p.stops) == 1 and kept:  # the server drops the stop text; STOPS_AT keeps it
                 text += kept[0]
                 how = "stop"
-        fv = evaluate(req.constraint, st.extended(text, 0, True)) if req.constraint is not None else None
-        ok = fv is None or fv.value is None or bool(fv.value)
+        ok = True
+        if req.constraint is not None:  # as `record`: satisfied only when the final value makes it true
+            fv = evaluate(req.constraint, st.extended(text, 0, True))
+            later = any(mentions(req.constraint, h) for h in st.future)
+            ok = bool(fv.value) if fv.ann == FIN else later
         return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how, satisfied=ok)
 
     def run_simple(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
