@@ -12,6 +12,10 @@ The search stops when ``n`` sequences are finished and no live beam scores bette
 the n-th finished one (scores only decrease, so none could overtake), or when every
 beam reached ``max_tokens``. Results are sorted by score, best first; fewer than ``n``
 come back when the constraint admits fewer distinct outputs.
+
+``close_on_budget``: an extension whose shortest completion no longer fits the tokens
+left is replaced by its parent closed with the parent's shortest completion (forced
+tokens, probability 1), so closed outputs stay within ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,15 @@ import numpy as np
 
 from tether.decoding.decoders import Beam
 from tether.decoding.guide import Guide
-from tether.decoding.loop import Decoded, _Branch, _close, check_decode_args, scores_or_length
+from tether.decoding.loop import (
+    CLOSE_SLACK,
+    Decoded,
+    _Branch,
+    _close,
+    _completion_tokens,
+    check_decode_args,
+    scores_or_length,
+)
 from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
 
@@ -70,11 +82,21 @@ def beam_search(
                 if b.finish:
                     break
         if b.finish is None and len(b.tokens) >= max_tokens:
-            if close_on_budget and not b.guide.free:
-                _close(model, b)
-            else:
-                b.finish = "length"
+            b.finish = "length"  # (closing happened before the budget, when it was needed)
         return b.finish is not None
+
+    def must_close(c: _Branch) -> bool:
+        """``c``'s shortest completion no longer fits the budget (measured only near it)."""
+        if not close_on_budget or c.finish is not None or c.guide.free:
+            return False
+        remaining = max_tokens - len(c.tokens)
+        if c.closing_len >= 0 and remaining > c.closing_len + CLOSE_SLACK:
+            return False
+        toks = _completion_tokens(model, c.guide)
+        if toks is None:
+            return False
+        c.closing_len = len(toks)
+        return len(toks) > remaining
 
     def add_finished(b: _Branch) -> None:
         if b.finish == "error":
@@ -128,6 +150,9 @@ def beam_search(
             c.logprob = score
             c.push(vocab, token, False)
             generated += 1
+            if must_close(c):  # the token would leave no room to finish: close the parent instead
+                c = _fork(live[bi])
+                _close(model, c, max_tokens)
             if settle(c):  # a finished beam takes a slot only when its text is new
                 key = bytes(c.scanner.text)
                 if c.finish != "error" and key not in finished:

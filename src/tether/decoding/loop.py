@@ -10,7 +10,8 @@ text, token budget. ``n`` sequences advance in lockstep so a backend with
 ``close_on_budget=True``: before a token is taken, the decoder checks that the shortest
 completion of the constraint still fits in the remaining budget after it; when it would
 not, the shortest completion is appended instead, so the output is complete and valid
-within ``max_tokens`` (unless even the first step's shortest completion is longer).
+within ``max_tokens``. Closing never exceeds ``max_tokens``: when even the shortest
+completion does not fit, the output ends incomplete with ``finish_reason="length"``.
 
 Decode time never raises for constraint reasons: a sequence that cannot continue ends
 with ``finish_reason="error"`` and the matcher's message in ``error``.
@@ -168,10 +169,11 @@ def _completion_tokens(model: Any, guide: Guide) -> list[int] | None:
         return None
 
 
-def _close(model: Any, b: _Branch) -> None:
-    """Append the shortest completion (budget closing)."""
+def _close(model: Any, b: _Branch, max_tokens: int) -> None:
+    """Append the shortest completion (budget closing) if it fits ``max_tokens``; else the
+    output ends here, incomplete, with "length" (the budget cannot hold a complete one)."""
     toks = _completion_tokens(model, b.guide)
-    if toks is None:
+    if toks is None or len(b.tokens) + len(toks) > max_tokens:
         b.finish = "length"
         return
     for t in toks:
@@ -200,7 +202,7 @@ def _step(
             for t in forced:
                 if len(b.tokens) >= max_tokens:
                     if close_on_budget:
-                        _close(model, b)
+                        _close(model, b, max_tokens)
                     else:
                         b.finish = "length"
                     break
@@ -235,7 +237,7 @@ def _step(
             if after is not None:
                 b.closing_len = len(after)
             if after is not None and len(after) > remaining - 1:
-                _close(model, b)
+                _close(model, b, max_tokens)
                 continue
         b.logprob += float(log_softmax(v)[k])
         b.push(vocab, token, False)

@@ -39,9 +39,11 @@ import numpy as np
 
 from tether.decoding.decoders import check_int, check_seed
 from tether.decoding.logits import check_prompt_fits, model_call
+from tether.decoding.loop import CLOSE_SLACK
 from tether.errors import ConstraintError, ContextLengthError, ModelError
 from tether.lang.compiler import HOLE_FN, STR_FN, CompiledBody, compile_body
 from tether.lang.holes import (
+    END,
     HoleDecoder,
     VocabInfo,
     argmax_step,
@@ -535,6 +537,7 @@ class Runtime:
         self.stop_on_masked = bool(args.get("stop_on_masked", True))
         self.use_engine = bool(args.get("engine", True))
         self.batch = bool(args.get("batch", True))
+        self.close_on_budget = bool(args.get("close_on_budget", True))
 
     # -- small services for executions ---------------------------------------------------
 
@@ -661,6 +664,10 @@ class Runtime:
             step = sample_step(dec, logits, self.rng, self.temperature)
         else:
             step = argmax_step(dec, logits)
+        # the token would leave no room to finish: close the hole now instead
+        if step is not None and self.close_on_budget and self._must_close(dec, step) and dec.close():
+            dec.reason = "budget"
+            return
         if step is None:
             dec.finish_forced()
             dec.reason = "masked" if len(dec.tokens) < dec.max_tokens else "budget"
@@ -668,6 +675,22 @@ class Runtime:
         dec.accept(step)
         if dec.done:
             dec.reason = step.reason or "eos"
+
+    @staticmethod
+    def _must_close(dec: HoleDecoder, step: Any) -> bool:
+        """Budget closing of a regular (typed, ``REGEX``, ``INT``) hole: after ``step``,
+        would its shortest completion still fit the tokens left? Measured only near the
+        budget (within `CLOSE_SLACK` tokens of the last measured completion)."""
+        if step.token == END or step.ends or len(dec.matchers) != 1:
+            return False
+        remaining = dec.max_tokens - len(dec.tokens)
+        if dec.closing_len >= 0 and remaining - 1 > dec.closing_len + CLOSE_SLACK:
+            return False
+        after = dec.closing_tokens(step.token)
+        if after is None:
+            return False
+        dec.closing_len = len(after)
+        return len(after) > remaining - 1
 
     def decode_hole_remote(self, ex: Execution, req: HoleRequest) -> HoleRecord:
         """A hole on a black-box model (no logits): the exact parts of the constraint go

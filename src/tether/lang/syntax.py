@@ -258,7 +258,8 @@ class DecoderSpec:
         return int(self.args.get("n", 1))  # type: ignore[call-overload]
 
 
-DECODER_ARGS = ("n", "temperature", "seed", "max_len", "max_tokens", "stop_on_masked", "engine", "batch")
+DECODER_ARGS = ("n", "temperature", "seed", "max_len", "max_tokens", "stop_on_masked", "engine", "batch",
+                "close_on_budget")
 
 
 def check_decoder_args(method: str, args: dict[str, object]) -> None:

@@ -59,6 +59,7 @@ class Gen(Piece):
     output: Any = None
     temperature: float | None = None
     list_append: bool = False
+    close_on_budget: bool = True
 
     def spec(self) -> OutputSpec:
         if self.regex is not None and self.output is not None:
@@ -73,6 +74,7 @@ class Select(Piece):
     options: tuple[str, ...]
     name: str | None = None
     list_append: bool = False
+    close_on_budget: bool = True
 
     def spec(self) -> OutputSpec:
         return output_spec(list(self.options))
@@ -80,9 +82,11 @@ class Select(Piece):
 
 def gen(name: str | None = None, *, regex: str | None = None, stop: str | Sequence[str] | None = None,
         max_tokens: int = 128, output: Any = None, temperature: float | None = None,
-        list_append: bool = False) -> Gen:
+        list_append: bool = False, close_on_budget: bool = True) -> Gen:
     """A hole the model fills: free text (ending at ``stop``/EOS/``max_tokens``), a
-    ``regex``, or any ``output`` `generate` accepts (JSON Schema, Pydantic model…)."""
+    ``regex``, or any ``output`` `generate` accepts (JSON Schema, Pydantic model…).
+    A structured hole that ``max_tokens`` would cut is closed validly
+    (``close_on_budget=False``: it stays cut and captures None)."""
     _check_name(name)
     if regex is not None and not isinstance(regex, str):
         raise ArgumentError("gen(regex=...)", regex, "None or a regex pattern string")
@@ -91,7 +95,8 @@ def gen(name: str | None = None, *, regex: str | None = None, stop: str | Sequen
     if temperature is not None:
         check_number("gen(temperature=...)", temperature, 0.0)
     check_bool("gen(list_append=...)", list_append)
-    g = Gen(name, regex, stops, max_tokens, output, temperature, list_append)
+    check_bool("gen(close_on_budget=...)", close_on_budget)
+    g = Gen(name, regex, stops, max_tokens, output, temperature, list_append, close_on_budget)
     g.spec()  # a bad output= fails here, where the hole is written
     return g
 
@@ -101,7 +106,8 @@ def _check_name(name: object) -> None:
         raise ArgumentError("name", name, "None or a non-empty string")
 
 
-def select(options: Sequence[str], name: str | None = None, *, list_append: bool = False) -> Select:
+def select(options: Sequence[str], name: str | None = None, *, list_append: bool = False,
+           close_on_budget: bool = True) -> Select:
     """A hole filled with exactly one of ``options``."""
     if isinstance(options, str) or not isinstance(options, Sequence):
         raise ArgumentError("select(options)", options, "a list of strings")
@@ -110,7 +116,8 @@ def select(options: Sequence[str], name: str | None = None, *, list_append: bool
         raise ArgumentError("select(options)", options, "a non-empty list of strings")
     _check_name(name)
     check_bool("select(list_append=...)", list_append)
-    return Select(opts, name, list_append)
+    check_bool("select(close_on_budget=...)", close_on_budget)
+    return Select(opts, name, list_append, close_on_budget)
 
 
 def _as_program(x: Any) -> Program:
@@ -197,7 +204,8 @@ class Program(Piece):
             max_tokens = piece.max_tokens if isinstance(piece, Gen) else 64
             stop = list(piece.stop) if isinstance(piece, Gen) else []
             [d] = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal,
-                         max_tokens=max_tokens, stop=stop, fast_forward=fast_forward)
+                         max_tokens=max_tokens, stop=stop, fast_forward=fast_forward,
+                         close_on_budget=piece.close_on_budget)
             g = to_generation(model, d, spec, Costs(), pp.text)
             text += g.text
             if piece.name is not None:

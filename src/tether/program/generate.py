@@ -234,7 +234,7 @@ def generate(
     stop: str | Sequence[str] | None = None,
     healing: bool | int = True,
     fast_forward: bool = True,
-    close_on_budget: bool = False,
+    close_on_budget: bool = True,
     stream: bool = False,
     selective: bool = True,
     chat_template: str | None = None,
@@ -254,7 +254,9 @@ def generate(
         stop: text(s) that end the output (not included).
         healing: token healing of a plain-text prompt's last token (int: up to that many).
         fast_forward: append forced tokens without sampling.
-        close_on_budget: when ``max_tokens`` would cut a structured output, close it validly.
+        close_on_budget: when ``max_tokens`` would cut a structured output, close it
+            validly with the constraint's shortest completion (on by default; free text
+            is never closed). ``False``: a cut output has ``valid=False``, value None.
         stream: return a `Stream` of text chunks (one prompt, one output).
         selective: let a backend with selective logits compute allowed rows only.
         chat_template: a Jinja chat template for messages (default: the model's own).

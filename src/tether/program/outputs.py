@@ -85,8 +85,20 @@ def choices_grammar(options: list[str]) -> Grammar:
     return g
 
 
-def json_grammar(schema: dict[str, Any] | bool) -> Grammar:
-    return Grammar.from_json_schema(schema)  # type: ignore[attr-defined,no-any-return]
+def schema_options(kind: Kind) -> dict[str, Any]:
+    """The JSON Schema compile options of generation-side outputs, by output kind.
+
+    This is the one place where ``generate``, Program holes and typed outputs choose how
+    a schema is compiled (`Grammar.from_json_schema` options); every schema output goes
+    through `json_grammar`, which applies them. Today no option is set: the front end's
+    defaults hold for ``"json"`` (a schema dict), ``"pydantic"`` and ``"type"`` outputs.
+    """
+    return {}
+
+
+def json_grammar(schema: dict[str, Any] | bool, kind: Kind = "json") -> Grammar:
+    """The grammar of a schema output, compiled with `schema_options` for ``kind``."""
+    return Grammar.from_json_schema(schema, **schema_options(kind))  # type: ignore[attr-defined,no-any-return]
 
 
 def _pydantic() -> Any:
@@ -137,7 +149,7 @@ def _typed_spec(output: Any) -> OutputSpec | None:
     except Exception as exc:  # noqa: BLE001 -- pydantic refusing the type
         raise ConstraintError(f"cannot use the type {limited(output)} as output: {type(exc).__name__}: "
                               f"{limited(str(exc), 300)}") from exc
-    return OutputSpec(kind, json_grammar(schema), parse, schema=schema)
+    return OutputSpec(kind, json_grammar(schema, kind), parse, schema=schema)
 
 
 def output_spec(output: Any) -> OutputSpec:

@@ -305,3 +305,19 @@ def test_beam_search_decoder_clause_is_a_decoder() -> None:
     # found by the query fuzzer: "beam_search(n=2)" was read as a call in the body
     q = load_query('beam_search(n=2)\n"Q:[X]"\n')
     assert q.decoder is not None and q.decoder.method == "beam" and q.decoder.n == 2
+
+
+@pytest.mark.parametrize("decoder", ["argmax", "sample(n=2)"])
+def test_typed_regex_hole_closes_within_its_budget(decoder: str) -> None:
+    m = rule_model({"Id:": "abcabcabcabcabc"})
+    r = run_query("\"Id:[A: r'[a-c]+xyz']\"", model=m, max_tokens=5, decoder=decoder, seed=1)
+    for res in r.results:
+        h = res.holes[0]
+        assert h.satisfied and h.text.endswith("xyz") and h.n_tokens <= 5 and h.stopped == "budget"
+
+
+def test_close_on_budget_false_leaves_the_hole_cut() -> None:
+    m = rule_model({"Id:": "abcabcabcabcabc"})
+    r = run_query("\"Id:[A: r'[a-c]+xyz']\"", model=m, max_tokens=5, decoder="argmax(close_on_budget=False)")
+    h = r.holes[0]
+    assert not h.satisfied and not h.text.endswith("xyz") and h.stopped in ("budget", "masked")

@@ -85,10 +85,18 @@ def test_free_text_cut_by_a_stop_is_valid() -> None:
 @pytest.mark.parametrize(("decoder", "n"), DECODERS)
 def test_budget_cut_regex_is_not_valid(decoder: str, n: int) -> None:
     out = generate(ScriptedModel(target="xabcabcabc"), "x", regex(r"(abc)+!"), max_tokens=2,
-                   decoder=decoder, n=n, seed=1)
+                   decoder=decoder, n=n, seed=1, close_on_budget=False)
     for g in flat(out):
         assert not g.valid and g.value is None and g.finish_reason == "length"
         assert "incomplete" in (g.error or "")
+
+
+@pytest.mark.parametrize(("decoder", "n"), DECODERS)
+def test_budget_closes_structured_outputs_by_default(decoder: str, n: int) -> None:
+    out = generate(ScriptedModel(target="xabcabcabc"), "x", regex(r"(abc)+!"), max_tokens=2,
+                   decoder=decoder, n=n, seed=1)
+    for g in flat(out):
+        assert g.valid and re.fullmatch(r"(abc)+!", g.text) and len(g.tokens) <= 2
 
 
 def test_context_full_mid_output_ends_with_length() -> None:
@@ -145,8 +153,10 @@ def test_tokenizer_failure_becomes_model_error() -> None:
 
 def test_program_hole_cut_by_budget_captures_none() -> None:
     model = ScriptedModel(target="Id: abcabcabc")
-    r = ("Id:" + gen("id", regex=r"( abc)+!", max_tokens=2)).run(model)
+    r = ("Id:" + gen("id", regex=r"( abc)+!", max_tokens=2, close_on_budget=False)).run(model)
     assert r["id"] is None and "incomplete" in r.errors["id"]
+    closed = ("Id:" + gen("id", regex=r"( abc)+!", max_tokens=5)).run(model)  # healed ":" + " a" "b" "c" "!"
+    assert closed["id"] is not None and re.fullmatch(r"( abc)+!", closed["id"]) and not closed.errors
 
 
 def test_program_hole_cut_by_stop_captures_none() -> None:
@@ -159,6 +169,6 @@ def test_program_hole_cut_by_stop_captures_none() -> None:
 
 def test_program_holes_in_a_small_context() -> None:
     model = SmallContext(7, target="Q: abcabcabcabc")
-    r = ("Q:" + gen("x", regex=r"[a-c]+!", max_tokens=40)).run(model)
+    r = ("Q:" + gen("x", regex=r"[a-c]+!", max_tokens=40, close_on_budget=False)).run(model)
     assert r["x"] is None and "x" in r.errors
     assert re.fullmatch(r"Q:[a-c]*", r.text)
