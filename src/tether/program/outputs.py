@@ -159,7 +159,7 @@ def output_spec(output: Any) -> OutputSpec:
     if isinstance(output, Regex):
         check_regex(output)
         return OutputSpec("regex", regex_grammar(output.pattern, output.flavor), lambda s: s,
-                          pattern=output.pattern)
+                          pattern=output.pattern, extra={"flavor": output.flavor})
     if isinstance(output, Grammar):
         return OutputSpec("grammar", output, lambda s: s)
     if isinstance(output, list | tuple) and all(isinstance(o, str) for o in output):

@@ -172,3 +172,47 @@ def test_program_holes_in_a_small_context() -> None:
     r = ("Q:" + gen("x", regex=r"[a-c]+!", max_tokens=40, close_on_budget=False)).run(model)
     assert r["x"] is None and "x" in r.errors
     assert re.fullmatch(r"Q:[a-c]*", r.text)
+
+
+class FakeServer:
+    """A black-box model answering every completion with one fixed text."""
+
+    black_box = True
+    name = "fake-server"
+
+    def __init__(self, text: str, finish: str = "stop") -> None:
+        from tether.models.base import Costs
+
+        self.costs, self.text, self.finish = Costs(), text, finish
+
+    def complete(self, prompt: str, **params):  # type: ignore[no-untyped-def]
+        return {"choices": [{"text": self.text, "finish_reason": self.finish}], "usage": {}}
+
+
+def test_remote_regex_check_is_linear_on_a_hostile_pattern() -> None:
+    import time
+
+    t0 = time.perf_counter()
+    g = generate(FakeServer("a" * 40 + "c"), "x", regex(r"(a*)*b"))
+    assert time.perf_counter() - t0 < 5  # Python's re backtracks exponentially here
+    assert not g.valid and g.value is None and "does not match" in (g.error or "")
+    ok = generate(FakeServer("aab"), "x", regex(r"(a*)*b"))
+    assert ok.valid and ok.value == "aab"
+
+
+def test_remote_regex_check_reads_the_pattern_as_the_constraint_does() -> None:
+    # "." does not match a newline in the python flavour (the constraint's reading)
+    assert not generate(FakeServer("a\nb"), "x", regex(r"a.b")).valid
+    assert generate(FakeServer("a-b"), "x", regex(r"a.b")).valid
+
+
+def test_remote_cut_output_is_not_valid() -> None:
+    g = generate(FakeServer('{"a": 1', finish="length"), "x", {"type": "object"})
+    assert g.finish_reason == "length" and not g.valid and g.value is None
+
+
+def test_remote_beam_is_refused() -> None:
+    from tether.decoding import ArgumentError
+
+    with pytest.raises(ArgumentError):
+        generate(FakeServer("x"), "x", decoder="beam", n=2)
