@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from tether import limits
 from tether.decoding.decoders import check_int, check_seed
 from tether.decoding.logits import check_prompt_fits, model_call
 from tether.decoding.loop import CLOSE_SLACK
@@ -558,6 +559,7 @@ class Runtime:
         return obj
 
     def tokenize_prompt(self, text: str) -> list[int]:
+        limits.check("max_prompt_chars", len(text), "the query's prompt")
         return list(model_call(self.model, lambda: self.model.tokenize(text, add_bos=True)))
 
     def _count_start(self, prompt_len: int) -> None:

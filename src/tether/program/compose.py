@@ -23,6 +23,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether import limits
 from tether.decoding import Argmax, Sample, decode
 from tether.decoding.decoders import ArgumentError, check_bool, check_int, check_number, check_seed
 from tether.limits import Limits
@@ -198,6 +199,7 @@ class Program(Piece):
             assert isinstance(piece, Gen | Select)
             spec = piece.spec()
             cc = compile_output(model, spec)
+            limits.check("max_prompt_chars", len(text), "the program text before a hole")
             pp = prepare_prompt(model, text, healing=healing, chat_template=None)
             temp = piece.temperature if isinstance(piece, Gen) and piece.temperature is not None else temperature
             dec = Sample(temperature=temp, seed=None if seed is None else seed + hole) if temp else Argmax()

@@ -321,3 +321,9 @@ def test_close_on_budget_false_leaves_the_hole_cut() -> None:
     r = run_query("\"Id:[A: r'[a-c]+xyz']\"", model=m, max_tokens=5, decoder="argmax(close_on_budget=False)")
     h = r.holes[0]
     assert not h.satisfied and not h.text.endswith("xyz") and h.stopped in ("budget", "masked")
+
+
+def test_query_prompt_past_max_prompt_chars() -> None:
+    with pytest.raises(LimitError) as e:
+        run('for i in range(30):\n    "line of text {i}\\n"\n"Q:[X]"', limits=Limits(max_prompt_chars=200))
+    assert e.value.limit == "max_prompt_chars"

@@ -262,3 +262,10 @@ def test_program_run_arguments() -> None:
     with pytest.raises(ArgumentError):
         _ = p + 5
     assert isinstance(p, Program)
+
+
+def test_program_text_past_max_prompt_chars() -> None:
+    p = "a" * 50 + gen("x", max_tokens=2) + "b" * 60 + gen("y", max_tokens=2)
+    with pytest.raises(LimitError) as e:
+        p.run(ScriptedModel(), limits=Limits(max_prompt_chars=100))
+    assert e.value.limit == "max_prompt_chars"
