@@ -188,8 +188,10 @@ def to_generation(model: Any, d: Decoded, spec: OutputSpec, costs: Costs, prompt
     elif spec.grammar is not None and not d.complete:
         if d.stop_text is not None:
             cause = f"cut by the stop text {d.stop_text.decode('utf-8', 'replace')!r}"
-        else:
+        elif d.finish_reason == "length":
             cause = "cut by the token budget or the context window (finish_reason 'length')"
+        else:
+            cause = f"ended ({d.finish_reason}) before it was complete"
         error = f"output incomplete under the {spec.kind} constraint: {cause}"
     else:
         try:
