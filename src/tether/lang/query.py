@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.decoding.decoders import ArgumentError
-from tether.errors import ModelError
+from tether.errors import ModelError, QuerySyntaxError
 from tether.lang.runtime import ACTIVE, NestedCall, Program, Runtime, post, pre
 from tether.lang.syntax import (
     DecoderSpec,
@@ -183,7 +183,12 @@ def load_query(source: str | Path, *, filename: str | None = None, params: list[
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".lmql")
                                    and Path(source).exists()):
         path = Path(source)
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise QuerySyntaxError(f"query file {path} is not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise QuerySyntaxError(f"cannot read query file {path}: {exc.strerror or exc}") from None
         filename = filename or str(path)
     else:
         text = str(source)

@@ -327,3 +327,12 @@ def test_query_prompt_past_max_prompt_chars() -> None:
     with pytest.raises(LimitError) as e:
         run('for i in range(30):\n    "line of text {i}\\n"\n"Q:[X]"', limits=Limits(max_prompt_chars=200))
     assert e.value.limit == "max_prompt_chars"
+
+
+def test_query_file_that_is_not_utf8(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    f = tmp_path / "bad.lmql"
+    f.write_bytes(b'"a [X]" \xff\xfe')
+    with pytest.raises(QuerySyntaxError, match="UTF-8"):
+        load_query(f)
+    with pytest.raises(QuerySyntaxError, match="cannot read"):
+        load_query(tmp_path / "missing.lmql")
