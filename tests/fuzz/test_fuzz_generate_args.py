@@ -98,7 +98,7 @@ def one_call(kwargs: dict[str, Any]) -> None:
     OUTCOMES["ok (valid)" if all(g.valid for g in flat) else "ok (some not valid)"] += 1
 
 
-arguments = st.fixed_dictionaries({
+ANY = {
     "prompt": prompts,
     "output": outputs,
     "decoder": decoders,
@@ -111,7 +111,31 @@ arguments = st.fixed_dictionaries({
     "seed": st.one_of(st.none(), ints),
     "stop": stops,
     "healing": st.one_of(st.booleans(), ints),
-})
+}
+GOOD = {
+    "prompt": st.one_of(texts, st.lists(texts, min_size=1, max_size=3),
+                        st.just([{"role": "user", "content": "hi"}])),
+    "output": st.one_of(st.none(), st.lists(st.text(alphabet="abc yesno", min_size=1, max_size=5), min_size=1,
+                                            max_size=4),
+                        st.builds(regex, st.sampled_from([r"[0-9]{1,3}", r"(abc)+", r"yes|no", r" ?[a-z]+!"]))),
+    "decoder": st.sampled_from(["argmax", "sample", "beam", "best_of", "sample(n=3)", "beam(n=2, width=3)"]),
+    "n": st.just(1),
+    "max_tokens": st.integers(1, 10),
+    "temperature": st.sampled_from([None, 0.0, 0.7, 1.5]),
+    "top_k": st.integers(0, 5),
+    "top_p": st.sampled_from([0.5, 0.9, 1.0]),
+    "min_p": st.sampled_from([0.0, 0.1]),
+    "seed": st.one_of(st.none(), st.integers(0, 100)),
+    "stop": st.one_of(st.none(), st.sampled_from(["a", "y", "1", "\n"])),
+    "healing": st.booleans(),
+}
+
+
+@st.composite
+def arguments(draw: st.DrawFn) -> dict[str, Any]:
+    """Good values for every argument but a few (0 to 3) drawn from anything."""
+    wild = draw(st.sets(st.sampled_from(sorted(ANY)), max_size=3))
+    return {k: draw(ANY[k] if k in wild else GOOD[k]) for k in sorted(ANY)}
 
 
 def run_fuzz(data: dict[str, Any]) -> None:
@@ -125,30 +149,12 @@ def run_fuzz(data: dict[str, Any]) -> None:
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(arguments)
+@given(arguments())
 def test_generate_arguments_fail_closed(data: dict[str, Any]) -> None:
     run_fuzz(data)
 
 
-good_outputs = st.one_of(
-    st.none(),
-    st.lists(st.text(alphabet="abc yesno", min_size=1, max_size=5), min_size=1, max_size=4),
-    st.builds(regex, st.sampled_from([r"[0-9]{1,3}", r"(abc)+", r"yes|no", r"a{2,}b?", r" ?[a-z]+!"])),
-)
-well_formed = st.fixed_dictionaries({
-    "prompt": st.one_of(texts, st.lists(texts, min_size=1, max_size=3)),
-    "output": good_outputs,
-    "decoder": st.sampled_from(["argmax", "sample", "beam", "best_of", "sample(n=3)", "beam(n=2, width=3)"]),
-    "n": st.just(1),
-    "max_tokens": st.integers(1, 10),
-    "temperature": st.sampled_from([None, 0.0, 0.7, 1.5]),
-    "top_k": st.integers(0, 5),
-    "top_p": st.sampled_from([0.5, 0.9, 1.0]),
-    "min_p": st.sampled_from([0.0, 0.1]),
-    "seed": st.one_of(st.none(), st.integers(0, 100)),
-    "stop": st.one_of(st.none(), st.sampled_from(["a", "y", "1", "\n"])),
-    "healing": st.booleans(),
-})
+well_formed = st.fixed_dictionaries(GOOD)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -160,7 +166,7 @@ def test_well_formed_arguments_give_truthful_results(data: dict[str, Any]) -> No
 
 @pytest.mark.slow
 @settings(max_examples=5_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(arguments)
+@given(arguments())
 def test_generate_arguments_fail_closed_long(data: dict[str, Any]) -> None:
     run_fuzz(data)
 

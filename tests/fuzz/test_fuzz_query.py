@@ -24,6 +24,8 @@ from tether.lang import QueryResult, load_query
 from tether.limits import Limits, limits
 
 OUTCOMES: Counter[str] = Counter()
+# noise can make the query's own Python warn (invalid escapes): that is the user's code
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::SyntaxWarning")
 MODEL = rule_model({"Q:": " abc. no", "R:": " 12 apples", "S:": " yes", "item": " one"})
 LIMITS = Limits(max_text_chars=20_000, max_tokens=64, max_n=4)
 
