@@ -800,6 +800,11 @@ class Runtime:
                     continue
                 for s in steps:
                     d2 = dec.copy()
+                    if self.close_on_budget and self._must_close(dec, s):
+                        if d2.close():  # no room to finish after s: the beam closes the hole instead
+                            pool.append((lp, ex, None, (d2, "budget")))
+                            continue
+                        d2 = dec.copy()
                     d2.accept(s)
                     if d2.done:
                         pool.append((lp + s.logprob, ex, None, (d2, s.reason or "eos")))

@@ -307,7 +307,7 @@ def test_beam_search_decoder_clause_is_a_decoder() -> None:
     assert q.decoder is not None and q.decoder.method == "beam" and q.decoder.n == 2
 
 
-@pytest.mark.parametrize("decoder", ["argmax", "sample(n=2)"])
+@pytest.mark.parametrize("decoder", ["argmax", "sample(n=2)", "beam(n=2)"])
 def test_typed_regex_hole_closes_within_its_budget(decoder: str) -> None:
     m = rule_model({"Id:": "abcabcabcabcabc"})
     r = run_query("\"Id:[A: r'[a-c]+xyz']\"", model=m, max_tokens=5, decoder=decoder, seed=1)
