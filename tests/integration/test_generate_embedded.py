@@ -191,3 +191,57 @@ def test_transformers_selective_logits_change_nothing(hf_model, seed: int) -> No
     import numpy as np
 
     assert hf_model.max_selective_error(seq, np.arange(0, 2000, 7)) < 1e-3
+
+
+# --- fail closed on the real model -----------------------------------------------------------
+
+
+def test_stop_cutting_a_choice_is_reported_not_valid(model) -> None:
+    g = generate(model, "Is the sky blue? Answer:", [" yes", " no"], stop="y")
+    if g.text in (" yes", " no"):  # the model chose " no": nothing was cut
+        assert g.valid and g.value == g.text
+    else:
+        assert g.text == " " and g.finish_reason == "stop" and not g.valid and g.value is None
+
+
+def test_bad_arguments_on_the_real_model(model) -> None:
+    from tether.decoding import ArgumentError
+    from tether.errors import LimitError
+    from tether.limits import Limits
+
+    with pytest.raises(ArgumentError):
+        generate(model, "x", decoder='beam(n="x")')
+    with pytest.raises(ArgumentError):
+        generate(model, [{"role": "user"}])
+    with pytest.raises(LimitError):
+        generate(model, "x", max_tokens=9, limits=Limits(max_tokens=8))
+
+
+def test_prompt_longer_than_the_context_raises() -> None:
+    from tether.errors import ContextLengthError
+    from tether.models import load_model
+
+    small = load_model("embedded", n_ctx=256)  # llama.cpp's smallest window
+    with pytest.raises(ContextLengthError) as e:
+        generate(small, "word " * 300, max_tokens=4)
+    assert e.value.needed > e.value.n_ctx == small.n_ctx
+
+
+def test_context_full_mid_output_ends_with_length() -> None:
+    from tether.errors import ContextLengthError
+    from tether.models import load_model
+
+    small = load_model("embedded", n_ctx=256)
+    try:
+        small.logits(small.tokenize("word " * 300, add_bos=True))
+    except ContextLengthError:
+        pass
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"this backend raises {type(exc).__name__} for a full context, not ContextLengthError "
+                    "(the models/ change that makes it raise ContextLengthError is not in this tree)")
+    prompt = "Count: " + "one two three four five six seven eight nine ten " * 22
+    n_prompt = len(small.tokenize(prompt, add_bos=True))
+    assert 200 < n_prompt < small.n_ctx
+    g = generate(small, prompt, regex(r"( [a-z]+){80}"), max_tokens=100, close_on_budget=False, healing=False)
+    assert g.finish_reason == "length" and not g.valid and g.value is None
+    assert n_prompt + len(g.tokens) <= small.n_ctx + 1 and len(g.tokens) < 100

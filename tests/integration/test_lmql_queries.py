@@ -156,3 +156,27 @@ def test_query(item: dict[str, Any], model: Any) -> None:
     for r in res.results:  # every branch, not only the best one
         check({**item, "checks": [c for c in item["checks"] if c["kind"] not in ("n_results", "prompt_branch")]},
               r, model, args)
+
+
+def test_bad_constraints_fail_before_the_model_runs(model: Any) -> None:
+    from tether.errors import ConstraintError, QuerySyntaxError
+    from tether.lang import run_query
+
+    before = model.costs.snapshot()
+    with pytest.raises(ConstraintError, match="line 2"):
+        run_query('"Name a colour:[C]"\nwhere REGEX(C, r"[a-")', model=model)
+    with pytest.raises(ConstraintError, match="collection"):
+        run_query('"Name a colour:[C]" where C in 5', model=model)
+    with pytest.raises(QuerySyntaxError):
+        run_query('beam(n="x")\n"Name a colour:[C]"', model=model)
+    assert (model.costs.snapshot() - before).model_calls == 0
+
+
+def test_hole_results_are_truthful_on_the_real_model(model: Any) -> None:
+    from tether.lang import run_query
+
+    r = run_query('"The year the Berlin wall fell:[Y: int]"', model=model, max_tokens=1)
+    h = r.holes[0]
+    assert h.n_tokens <= 1
+    assert (h.value is None) == (not h.satisfied)
+    assert h.value is None or isinstance(h.value, int)

@@ -7,7 +7,15 @@ Code map, in reading order: ``decoders.py`` (the decoder values) → ``sampling.
 """
 
 from tether.decoding.beam import beam_search
-from tether.decoding.decoders import Argmax, Beam, BestOf, Decoder, Sample
+from tether.decoding.decoders import (
+    Argmax,
+    ArgumentError,
+    Beam,
+    BestOf,
+    Decoder,
+    Sample,
+    make_decoder,
+)
 from tether.decoding.guide import Guide, allowed_ids
 from tether.decoding.healing import plan_healing
 from tether.decoding.loop import Decoded, decode, decode_iter
@@ -16,6 +24,7 @@ from tether.decoding.stops import StopScanner
 from tether.decoding.tokenize import greedy_tokens, tokens_for_bytes
 
 __all__ = [
+    "ArgumentError",
     "Argmax",
     "Beam",
     "BestOf",
@@ -29,6 +38,7 @@ __all__ = [
     "decode",
     "decode_iter",
     "greedy_tokens",
+    "make_decoder",
     "plan_healing",
     "score_continuations",
     "tokens_for_bytes",

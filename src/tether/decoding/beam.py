@@ -12,6 +12,10 @@ The search stops when ``n`` sequences are finished and no live beam scores bette
 the n-th finished one (scores only decrease, so none could overtake), or when every
 beam reached ``max_tokens``. Results are sorted by score, best first; fewer than ``n``
 come back when the constraint admits fewer distinct outputs.
+
+``close_on_budget``: an extension whose shortest completion no longer fits the tokens
+left is replaced by its parent closed with the parent's shortest completion (forced
+tokens, probability 1), so closed outputs stay within ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -23,8 +27,15 @@ import numpy as np
 
 from tether.decoding.decoders import Beam
 from tether.decoding.guide import Guide
-from tether.decoding.logits import batch_scores
-from tether.decoding.loop import Decoded, _Branch, _close
+from tether.decoding.loop import (
+    CLOSE_SLACK,
+    Decoded,
+    _Branch,
+    _close,
+    _completion_tokens,
+    check_decode_args,
+    scores_or_length,
+)
 from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
 
@@ -34,6 +45,7 @@ def _fork(b: _Branch) -> _Branch:
     c.prompt, c.guide, c.scanner, c.rng = b.prompt, b.guide.copy(), b.scanner.copy(), None
     c.tokens, c.logprob, c.skip = list(b.tokens), b.logprob, b.skip
     c.finish, c.n_forced, c.error = b.finish, b.n_forced, b.error
+    c.closing_len, c.origin, c.cut_complete = b.closing_len, b.origin, b.cut_complete
     return c
 
 
@@ -51,11 +63,13 @@ def beam_search(
     selective: bool = True,
 ) -> list[Decoded]:
     """Return up to ``decoder.n`` distinct sequences sorted by score (best first)."""
+    check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
     vocab = model.vocabulary
     width = decoder.beam_width
     model.costs.generate_calls += 1
     model.costs.prompt_tokens += len(prompt_tokens)
-    live = [_Branch(list(prompt_tokens), Guide(matcher, vocab, heal), StopScanner(stop), None)]
+    origin = matcher.copy() if matcher is not None else None
+    live = [_Branch(list(prompt_tokens), Guide(matcher, vocab, heal), StopScanner(stop), None, origin)]
     finished: dict[bytes, _Branch] = {}
 
     def settle(b: _Branch) -> bool:
@@ -68,11 +82,21 @@ def beam_search(
                 if b.finish:
                     break
         if b.finish is None and len(b.tokens) >= max_tokens:
-            if close_on_budget and not b.guide.free:
-                _close(model, b)
-            else:
-                b.finish = "length"
+            b.finish = "length"  # (closing happened before the budget, when it was needed)
         return b.finish is not None
+
+    def must_close(c: _Branch) -> bool:
+        """``c``'s shortest completion no longer fits the budget (measured only near it)."""
+        if not close_on_budget or c.finish is not None or c.guide.free:
+            return False
+        remaining = max_tokens - len(c.tokens)
+        if c.closing_len >= 0 and remaining > c.closing_len + CLOSE_SLACK:
+            return False
+        toks = _completion_tokens(model, c.guide)
+        if toks is None:
+            return False
+        c.closing_len = len(toks)
+        return len(toks) > remaining
 
     def add_finished(b: _Branch) -> None:
         if b.finish == "error":
@@ -83,7 +107,7 @@ def beam_search(
             finished[key] = b
 
     def nth_best() -> float:
-        done = [f.logprob for f in finished.values() if f.guide.is_accepting()]
+        done = [f.logprob for f in finished.values() if f.is_complete()]
         if len(done) < decoder.n:
             return -np.inf
         return sorted(done, reverse=True)[decoder.n - 1]
@@ -96,10 +120,13 @@ def beam_search(
     while live:
         if max(b.logprob for b in live) <= nth_best():
             break
-        ids_list = [b.guide.allowed() for b in live]
-        vals = batch_scores(model, [b.seq() for b in live], ids_list, selective=selective)
+        pairs, vals = scores_or_length(model, [(b, b.guide.allowed()) for b in live], selective=selective)
+        for b in live:
+            if b.finish is not None:  # the context window is full
+                add_finished(b)
+        live = [b for b, _ in pairs]
         cands: list[tuple[float, int, int]] = []
-        for bi, (b, ids, v) in enumerate(zip(live, ids_list, vals, strict=True)):
+        for bi, ((b, ids), v) in enumerate(zip(pairs, vals, strict=True)):
             if len(v) == 0:
                 continue
             lp = log_softmax(v)
@@ -123,6 +150,9 @@ def beam_search(
             c.logprob = score
             c.push(vocab, token, False)
             generated += 1
+            if must_close(c):  # the token would leave no room to finish: close the parent instead
+                c = _fork(live[bi])
+                _close(model, c, max_tokens)
             if settle(c):  # a finished beam takes a slot only when its text is new
                 key = bytes(c.scanner.text)
                 if c.finish != "error" and key not in finished:
@@ -137,7 +167,7 @@ def beam_search(
             taken += 1
         live = new_live
     model.costs.generated_tokens += generated
-    best = sorted(finished.values(), key=lambda f: (not f.guide.is_accepting(), -f.logprob))[: decoder.n]
+    best = sorted(finished.values(), key=lambda f: (not f.is_complete(), -f.logprob))[: decoder.n]
     if not best:  # nothing finished (budget): return the best live beams as they are
         best = sorted(live, key=lambda f: -f.logprob)[: decoder.n]
     return [b.result() for b in best]

@@ -10,10 +10,18 @@ text, token budget. ``n`` sequences advance in lockstep so a backend with
 ``close_on_budget=True``: before a token is taken, the decoder checks that the shortest
 completion of the constraint still fits in the remaining budget after it; when it would
 not, the shortest completion is appended instead, so the output is complete and valid
-within ``max_tokens`` (unless even the first step's shortest completion is longer).
+within ``max_tokens``. Closing never exceeds ``max_tokens``: when even the shortest
+completion does not fit, the output ends incomplete with ``finish_reason="length"``.
 
 Decode time never raises for constraint reasons: a sequence that cannot continue ends
 with ``finish_reason="error"`` and the matcher's message in ``error``.
+
+Truthful ends: ``complete`` is True only when the output *as returned* is complete under
+the constraint. A stop text cuts the output before the constraint saw its end, so the
+cut text is matched again from the start (``complete`` only if it is itself complete).
+When the model's context fills up mid-output (the backend raises `ContextLengthError`)
+the sequence ends with ``finish_reason="length"``; a prompt that does not fit raises
+`ContextLengthError` before anything is decoded.
 """
 
 from __future__ import annotations
@@ -24,12 +32,22 @@ from typing import Any
 
 import numpy as np
 
-from tether.decoding.decoders import Argmax, Beam, BestOf, Decoder, Sample
+from tether.decoding.decoders import (
+    Argmax,
+    ArgumentError,
+    Beam,
+    BestOf,
+    Decoder,
+    Sample,
+    check_int,
+    check_limits,
+)
 from tether.decoding.guide import Guide
-from tether.decoding.logits import batch_scores
+from tether.decoding.logits import batch_scores, check_prompt_fits, scores
 from tether.decoding.sampling import argmax, log_softmax, sample
 from tether.decoding.stops import StopScanner
 from tether.decoding.tokenize import tokens_for_bytes
+from tether.errors import ContextLengthError
 
 
 @dataclass
@@ -59,10 +77,13 @@ class Decoded:
 
 class _Branch:
     __slots__ = ("prompt", "guide", "tokens", "logprob", "scanner", "skip", "finish", "n_forced", "rng",
-                 "error", "closing_len")
+                 "error", "closing_len", "origin", "cut_complete")
 
-    def __init__(self, prompt: list[int], guide: Guide, scanner: StopScanner, rng: np.random.Generator | None) -> None:
+    def __init__(self, prompt: list[int], guide: Guide, scanner: StopScanner, rng: np.random.Generator | None,
+                 origin: Any | None = None) -> None:
         self.prompt, self.guide, self.scanner, self.rng = prompt, guide, scanner, rng
+        self.origin = origin  # an untouched copy of the matcher: re-checks a cut output
+        self.cut_complete: bool | None = None
         self.tokens: list[int] = []
         self.logprob = 0.0
         self.skip = len(guide.pending)
@@ -89,10 +110,28 @@ class _Branch:
             b, self.skip = b[cut:], self.skip - cut
         if b and self.scanner.feed(b):
             self.finish = "stop"
+            self.cut_complete = self._cut_is_complete()
         elif self.guide.is_finished():
             self.finish = "stop"
 
+    def _cut_is_complete(self) -> bool:
+        """The output cut before a stop text, matched again from the start of the constraint."""
+        if self.origin is None:
+            return self.guide.free or self.guide.matcher is None
+        m = self.origin.copy()
+        try:
+            return bool(m.consume_bytes(bytes(self.scanner.text)) and m.is_accepting())
+        except AttributeError:  # a matcher without byte input: cannot tell, so not complete
+            return False
+
+    def is_complete(self) -> bool:
+        """The output as returned is complete under the constraint."""
+        if self.finish == "error":
+            return False
+        return self.cut_complete if self.cut_complete is not None else self.guide.is_accepting()
+
     def result(self) -> Decoded:
+        complete = self.is_complete()
         return Decoded(
             tokens=list(self.tokens),
             text=bytes(self.scanner.text),
@@ -101,7 +140,7 @@ class _Branch:
             n_forced=self.n_forced,
             stop_text=self.scanner.hit,
             error=self.error,
-            complete=self.guide.is_accepting() and self.finish != "error",
+            complete=complete,
         )
 
 
@@ -112,7 +151,7 @@ def _sample_settings(decoder: Decoder) -> tuple[Sample | None, int]:
         return decoder, decoder.n
     if isinstance(decoder, BestOf):
         return decoder.sample, decoder.n
-    raise TypeError(f"decode() runs Argmax, Sample or BestOf; got {type(decoder).__name__} (use beam_search)")
+    raise ArgumentError("decoder", decoder, "an Argmax, Sample or BestOf (beam_search runs Beam)")
 
 
 # The shortest completion is measured (a search in the engine) only while the budget left is
@@ -130,10 +169,11 @@ def _completion_tokens(model: Any, guide: Guide) -> list[int] | None:
         return None
 
 
-def _close(model: Any, b: _Branch) -> None:
-    """Append the shortest completion (budget closing)."""
+def _close(model: Any, b: _Branch, max_tokens: int) -> None:
+    """Append the shortest completion (budget closing) if it fits ``max_tokens``; else the
+    output ends here, incomplete, with "length" (the budget cannot hold a complete one)."""
     toks = _completion_tokens(model, b.guide)
-    if toks is None:
+    if toks is None or len(b.tokens) + len(toks) > max_tokens:
         b.finish = "length"
         return
     for t in toks:
@@ -162,7 +202,7 @@ def _step(
             for t in forced:
                 if len(b.tokens) >= max_tokens:
                     if close_on_budget:
-                        _close(model, b)
+                        _close(model, b, max_tokens)
                     else:
                         b.finish = "length"
                     break
@@ -183,7 +223,7 @@ def _step(
     pairs = [(b, ids) for b, ids in zip(live, ids_list, strict=True) if b.finish is None]
     if not pairs:
         return
-    vals = batch_scores(model, [b.seq() for b, _ in pairs], [ids for _, ids in pairs], selective=selective)
+    pairs, vals = scores_or_length(model, pairs, selective=selective)
     # 4. choice
     for (b, ids), v in zip(pairs, vals, strict=True):
         k = argmax(v) if sampler is None else sample(v, sampler, b.rng)  # type: ignore[arg-type]
@@ -197,10 +237,49 @@ def _step(
             if after is not None:
                 b.closing_len = len(after)
             if after is not None and len(after) > remaining - 1:
-                _close(model, b)
+                _close(model, b, max_tokens)
                 continue
         b.logprob += float(log_softmax(v)[k])
         b.push(vocab, token, False)
+
+
+def scores_or_length(
+    model: Any, pairs: list[tuple[_Branch, Any]], *, selective: bool
+) -> tuple[list[tuple[_Branch, Any]], list[Any]]:
+    """Scores for each (branch, allowed ids); a branch the context window cannot hold any
+    more ends with ``"length"`` (and is left out). A branch that has generated nothing
+    yet holds only the prompt: its ContextLengthError is raised."""
+    try:
+        return pairs, batch_scores(model, [b.seq() for b, _ in pairs], [ids for _, ids in pairs], selective=selective)
+    except ContextLengthError:
+        if len(pairs) == 1 and pairs[0][0].tokens:
+            pairs[0][0].finish = "length"
+            return [], []
+        if len(pairs) == 1:
+            raise
+    kept, vals = [], []
+    for b, ids in pairs:  # one by one: find the sequences that no longer fit
+        try:
+            vals.append(scores(model, b.seq(), ids, selective=selective))
+        except ContextLengthError:
+            if not b.tokens:
+                raise
+            b.finish = "length"
+            continue
+        kept.append((b, ids))
+    return kept, vals
+
+
+def check_decode_args(model: Any, prompt_tokens: Sequence[int], decoder: Decoder, max_tokens: int,
+                      stop: Sequence[str | bytes]) -> None:
+    """The checks every decoding entry point makes before the first model call."""
+    if not isinstance(decoder, Argmax | Sample | Beam | BestOf):
+        raise ArgumentError("decoder", decoder, "an Argmax, Sample, Beam or BestOf")
+    check_limits(decoder)
+    check_int("max_tokens", max_tokens, minimum=0, limit="max_tokens")
+    if isinstance(stop, str | bytes) or not all(isinstance(s, str | bytes) and s for s in stop):
+        raise ArgumentError("stop", stop, "a list of non-empty strings")
+    check_prompt_fits(model, prompt_tokens)
 
 
 def _start(
@@ -214,13 +293,14 @@ def _start(
     sampler, n = _sample_settings(decoder)
     seed = sampler.seed if sampler is not None else None
     base = Guide(matcher, model.vocabulary, heal)
+    origin = matcher.copy() if matcher is not None else None
     branches = []
     for i in range(n):
         rng = None
         if sampler is not None:
             rng = np.random.default_rng([seed, i]) if seed is not None else np.random.default_rng()
         guide = base if i == n - 1 else base.copy()
-        branches.append(_Branch(list(prompt_tokens), guide, StopScanner(stop), rng))
+        branches.append(_Branch(list(prompt_tokens), guide, StopScanner(stop), rng, origin))
     model.costs.generate_calls += 1
     model.costs.prompt_tokens += len(prompt_tokens) * n
     return branches, sampler
@@ -240,9 +320,8 @@ def decode_iter(
     selective: bool = True,
 ) -> Iterator[list[Decoded]]:
     """Like `decode`, yielding the current state of every sequence after each step."""
-    if max_tokens < 0:
-        raise ValueError(f"max_tokens must be >= 0; got {max_tokens}")
     decoder = decoder if decoder is not None else Argmax()
+    check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
     branches, sampler = _start(model, prompt_tokens, matcher, decoder, stop, heal)
     counted = 0
     while True:
@@ -282,6 +361,7 @@ def decode(
     copy of ``matcher`` (the one passed in is used by the last sequence).
     """
     decoder = decoder if decoder is not None else Argmax()
+    check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
     if isinstance(decoder, Beam):
         from tether.decoding.beam import beam_search
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tether.decoding.decoders import ArgumentError
+
 
 class StopScanner:
     """Track output bytes; find the earliest stop text."""
@@ -19,7 +21,7 @@ class StopScanner:
     def __init__(self, stops: Iterable[str | bytes] = ()) -> None:
         self.stops = [s.encode() if isinstance(s, str) else bytes(s) for s in stops]
         if any(not s for s in self.stops):
-            raise ValueError("stop texts must be non-empty")
+            raise ArgumentError("stop", "", "a non-empty string")
         self._longest = max((len(s) for s in self.stops), default=0)
         self.text = bytearray()
         self.hit: bytes | None = None

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tether.errors import VocabularyError
+
 _INDEX: dict[str, tuple[dict[bytes, int], int]] = {}
 
 
@@ -27,7 +29,8 @@ def _index(vocab: Any) -> tuple[dict[bytes, int], int]:
 
 
 def greedy_tokens(vocab: Any, data: bytes) -> list[int]:
-    """Longest-match tokenization of ``data``; raises ValueError if some byte has no token."""
+    """Longest-match tokenization of ``data``; raises VocabularyError (a ValueError) if
+    some byte has no token."""
     table, longest = _index(vocab)
     out, i = [], 0
     while i < len(data):
@@ -38,7 +41,7 @@ def greedy_tokens(vocab: Any, data: bytes) -> list[int]:
                 i += k
                 break
         else:
-            raise ValueError(f"no token covers byte {data[i]:#04x} at offset {i} of {data[:40]!r}")
+            raise VocabularyError(f"no token covers byte {data[i]:#04x} at offset {i} of {data[:40]!r}")
     return out
 
 
@@ -50,6 +53,8 @@ def tokens_for_bytes(model: Any, data: bytes) -> list[int]:
         toks = list(model.tokenize(data.decode("utf-8"), add_bos=False))
         if b"".join(model.vocabulary.tokens[t] for t in toks) == data:
             return toks
-    except (UnicodeDecodeError, ValueError):
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 -- the model's tokenizer cannot take it: greedy tokens below
         pass
     return greedy_tokens(model.vocabulary, data)

@@ -11,6 +11,9 @@ Code map, in reading order:
 * ``runtime.py`` — branches, argmax / sample(n) / scripted beam(n), ``distribute``, costs;
 * ``query.py`` — ``Query``, ``@query``, ``load_query``, ``run_query``;
 * ``result.py`` — ``QueryResult`` (trace, variables, holes, n results).
+
+A query is Python code run with the caller's rights: load and run trusted query text
+only. The server never executes query text from a request.
 """
 
 from __future__ import annotations

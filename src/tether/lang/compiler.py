@@ -17,11 +17,20 @@ user's line numbers, so Python tracebacks point into the query text.
 from __future__ import annotations
 
 import ast
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from tether.lang.syntax import WHERE_MARK, Expr, Hole, Role, Text, parse_template, prompt_string
+from tether.errors import QuerySyntaxError
+from tether.lang.syntax import (
+    WHERE_MARK,
+    Expr,
+    Hole,
+    Role,
+    Text,
+    parse_python,
+    parse_template,
+    prompt_string,
+)
 
 HOLE_FN = "__tether_hole__"
 STR_FN = "__tether_str__"
@@ -40,6 +49,37 @@ class CompiledBody:
     code: Any
     inline_where: dict[int, ast.expr] = field(default_factory=dict)
     hole_names: frozenset[str] = frozenset()
+    stmt_holes: dict[int, frozenset[str]] = field(default_factory=dict)
+
+
+def copy_ast(tree: ast.AST) -> ast.AST:
+    """A deep copy of an AST without recursion (``copy.deepcopy`` recurses several frames
+    per level of the tree)."""
+    root = type(tree)()
+    todo: list[tuple[ast.AST, ast.AST]] = [(tree, root)]
+    while todo:
+        src, dst = todo.pop()
+        for name in (*src._fields, *src._attributes):
+            if not hasattr(src, name):
+                continue
+            v = getattr(src, name)
+            if isinstance(v, ast.AST):
+                c = type(v)()
+                todo.append((v, c))
+                setattr(dst, name, c)
+            elif isinstance(v, list):
+                out: list[Any] = []
+                for x in v:
+                    if isinstance(x, ast.AST):
+                        c = type(x)()
+                        todo.append((x, c))
+                        out.append(c)
+                    else:
+                        out.append(x)
+                setattr(dst, name, out)
+            else:
+                setattr(dst, name, v)
+    return root
 
 
 def _y(value: ast.expr) -> ast.Expr:
@@ -66,6 +106,7 @@ class _Transformer(ast.NodeTransformer):
     def __init__(self, filename: str) -> None:
         self.inline_where: dict[int, ast.expr] = {}
         self.hole_names: set[str] = set()
+        self.stmt_holes: dict[int, frozenset[str]] = {}
         self.filename = filename
 
     # do not descend into nested scopes: their strings are not prompts
@@ -118,7 +159,7 @@ class _Transformer(ast.NodeTransformer):
             elif isinstance(part, Role):
                 out.append(_y(_tuple(_const("role"), _const(part.role))))
             elif isinstance(part, Expr):
-                e = self.visit(ast.parse(part.src, mode="eval").body)
+                e = self.visit(parse_python(part.src, "eval").body)  # type: ignore[attr-defined]
                 call = ast.Call(ast.Name(STR_FN, ast.Load()), [e], [])
                 out.append(_y(_tuple(_const("text"), call)))
             elif isinstance(part, Hole):
@@ -128,8 +169,8 @@ class _Transformer(ast.NodeTransformer):
                     if isinstance(nxt, Text):
                         post = nxt.text
                     break
-                typ = self.visit(ast.parse(part.type_src, mode="eval").body) if part.type_src else _const(None)
-                decs = _tuple(*[ast.parse(d, mode="eval").body for d in part.decorators])
+                typ = self.visit(parse_python(part.type_src, "eval").body) if part.type_src else _const(None)  # type: ignore[attr-defined]
+                decs = _tuple(*[parse_python(d, "eval").body for d in part.decorators])  # type: ignore[attr-defined]
                 call = ast.Call(
                     ast.Name(HOLE_FN, ast.Load()),
                     [_const(part.name), typ, decs, _const(stmt_id), _const(post),
@@ -137,19 +178,20 @@ class _Transformer(ast.NodeTransformer):
                     [],
                 )
                 out.append(ast.Assign([ast.Name(part.name, ast.Store())], ast.YieldFrom(call)))
+        self.stmt_holes[stmt_id] = frozenset(p.name for p in parts if isinstance(p, Hole))
         for s in out:
             _relocate(s, node)
         return out or [ast.copy_location(ast.Pass(), node)]
 
 
 def compile_body(body: ast.Module, params: list[str], defaults: dict[str, object] | None = None,
-                 filename: str = "<query>") -> CompiledBody:
+                 filename: str = "<query>", text: str = "") -> CompiledBody:
     """Turn a parsed body into ``def __tether_query__(params): <generator body>``.
 
-    Raises QuerySyntaxError-compatible SyntaxError from Python's compiler for bodies the
-    transformation makes invalid (e.g. a hole inside a comprehension is impossible).
+    Raises QuerySyntaxError (line:column in ``text``) for bodies Python's compiler refuses
+    (e.g. a hole inside a comprehension, ``return`` with a value in a generator's ``finally``).
     """
-    body = copy.deepcopy(body)
+    body = copy_ast(body)  # type: ignore[assignment]
     tr = _Transformer(filename)
     new_body: list[ast.stmt] = []
     for stmt in body.body:
@@ -170,5 +212,14 @@ def compile_body(body: ast.Module, params: list[str], defaults: dict[str, object
     fn = ast.FunctionDef("__tether_query__", args, new_body, [], None)
     mod = ast.Module([fn], [])
     ast.fix_missing_locations(mod)
-    code = compile(mod, filename, "exec", dont_inherit=True)
-    return CompiledBody(code, tr.inline_where, frozenset(tr.hole_names))
+    try:
+        code = compile(mod, filename, "exec", dont_inherit=True)
+    except (RecursionError, MemoryError):
+        raise QuerySyntaxError(f"the query body of {filename} is too deeply nested to compile") from None
+    except SyntaxError as exc:
+        offset = -1
+        if text and exc.lineno:
+            starts = [0, *(i + 1 for i, c in enumerate(text) if c == "\n")]
+            offset = starts[min(exc.lineno, len(starts)) - 1] + max((exc.offset or 1) - 1, 0)
+        raise QuerySyntaxError(f"invalid query body: {exc.msg}", text, min(offset, len(text)), filename) from None
+    return CompiledBody(code, tr.inline_where, frozenset(tr.hole_names), tr.stmt_holes)

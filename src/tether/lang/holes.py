@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from tether.decoding.tokenize import tokens_for_bytes
+from tether.errors import TetherError
 from tether.lang.semantics import HoleState, Plan, evaluate, plan
 from tether.tokens.bitmask import allocate_mask, mask_to_ids
 
@@ -148,6 +150,7 @@ class HoleDecoder:
         self.value: str | None = None
         self.reason = ""
         self.checks = 0
+        self.closing_len = -1  # tokens of the shortest completion when last measured; -1: never
 
     def copy(self) -> HoleDecoder:
         c = object.__new__(HoleDecoder)
@@ -298,6 +301,31 @@ class HoleDecoder:
             self.done = True
             self.value = step.value if step.value is not None else self.text
         self.state = self.state.extended(self.text, len(self.tokens), False)
+
+    def closing_tokens(self, token: int | None = None) -> list[int] | None:
+        """Canonical tokens of the shortest text that completes the hole's regular
+        constraint (after ``token`` when given); None when there is no single engine
+        matcher (several regexes, or none) or no completion is found."""
+        if len(self.matchers) != 1:
+            return None
+        m = self.matchers[0].copy()
+        if token is not None and (token in self.info.eos or not m.consume(token)):
+            return None
+        try:
+            return tokens_for_bytes(self.model, m.shortest_completion())
+        except TetherError:  # no completion within the search limits
+            return None
+
+    def close(self) -> bool:
+        """Append the shortest completion (budget closing) if it fits the tokens left;
+        True when the hole is now complete."""
+        toks = self.closing_tokens()
+        if toks is None or len(self.tokens) + len(toks) > self.max_tokens:
+            return False
+        for t in toks:
+            self.accept(Step(t, 0.0, False, None))
+        self.done, self.value = True, self.text
+        return True
 
     def finish_forced(self) -> None:
         """No token is allowed (or the budget ran out): end with the value so far."""

@@ -16,6 +16,11 @@ else the one its ``from`` clause names, else the embedded model) and returns a
 ``QueryResult``. Called inside a running query it returns a ``NestedCall``, which a
 hole uses as its type (``[PLANET: pick(["Mercury", "Venus"])]``): the nested query runs
 in the same trace; its return value (or, without ``return``, its text) fills the hole.
+
+A query is Python code run with the caller's rights: load and run trusted query text
+only (the server never executes query text from a request). ``limits=`` on ``run`` and
+``run_query`` runs the whole query (parsing included for ``run_query``) under those
+`tether.limits.Limits`; decoder arguments are checked (`ArgumentError`, `LimitError`).
 """
 
 from __future__ import annotations
@@ -27,12 +32,23 @@ import sys
 import textwrap
 import types
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from tether.errors import ModelError
+from tether.decoding.decoders import ArgumentError
+from tether.errors import ModelError, QuerySyntaxError
 from tether.lang.runtime import ACTIVE, NestedCall, Program, Runtime, post, pre
-from tether.lang.syntax import DecoderSpec, QueryAst, parse_body, parse_decoder, parse_query
+from tether.lang.syntax import (
+    DecoderSpec,
+    QueryAst,
+    check_decoder_args,
+    parse_body,
+    parse_decoder,
+    parse_query,
+)
+from tether.limits import Limits
+from tether.limits import limits as limits_in_force
 
 __all__ = ["Query", "load_query", "query", "run_query"]
 
@@ -56,9 +72,14 @@ def _decoder(spec: DecoderSpec | str | None, extra: dict[str, Any]) -> DecoderSp
         d = DecoderSpec("argmax", {})
     elif isinstance(spec, str):
         d = parse_decoder(spec)
-    else:
+    elif isinstance(spec, DecoderSpec):
+        if spec.method not in ("argmax", "sample", "beam"):
+            raise ArgumentError("decoder", spec.method, "'argmax', 'sample' or 'beam'")
         d = DecoderSpec(spec.method, dict(spec.args))
+    else:
+        raise ArgumentError("decoder", spec, "None, a decoder clause such as 'beam(n=2)', or a DecoderSpec")
     d.args.update(extra)
+    check_decoder_args(d.method, d.args)
     return d
 
 
@@ -118,12 +139,22 @@ class Query:
 
     def run(self, *args: Any, model: Any = None, decoder: DecoderSpec | str | None = None,
             input_fn: Callable[[str], str] | None = None, max_tokens: int | None = None,
-            seed: int | None = None, chat_roles: dict[str, str] | None = None, **kwargs: Any) -> Any:
+            seed: int | None = None, chat_roles: dict[str, str] | None = None,
+            limits: Limits | None = None, **kwargs: Any) -> Any:
         """Run the query; returns a ``QueryResult`` (``.results`` holds all n branches).
 
         ``decoder`` overrides the query's decoder clause (e.g. ``"beam(n=2)"``);
-        ``input_fn`` answers ``await input()`` (default: the built-in ``input``).
+        ``input_fn`` answers ``await input()`` (default: the built-in ``input``);
+        ``limits`` runs the query under those `tether.limits.Limits`.
         """
+        if limits is not None and not isinstance(limits, Limits):
+            raise ArgumentError("limits", limits, "None or a tether.limits.Limits")
+        with limits_in_force(limits) if limits is not None else nullcontext():
+            return self._run(args, model, decoder, input_fn, max_tokens, seed, chat_roles, kwargs)
+
+    def _run(self, args: tuple[Any, ...], model: Any, decoder: DecoderSpec | str | None,
+             input_fn: Callable[[str], str] | None, max_tokens: int | None, seed: int | None,
+             chat_roles: dict[str, str] | None, kwargs: dict[str, Any]) -> Any:
         active = ACTIVE.get()
         m = model or self.model or (active.model if active is not None else None)
         m = resolve_model(m, self.qast.model)
@@ -147,10 +178,17 @@ def load_query(source: str | Path, *, filename: str | None = None, params: list[
     Free names that the body reads but never assigns are not parameters unless listed in
     ``params`` (they may also be supplied through ``env``).
     """
+    if not isinstance(source, str | Path):
+        raise ArgumentError("source", source, "query text (a str) or the path of a .lmql file")
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith(".lmql")
                                    and Path(source).exists()):
         path = Path(source)
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise QuerySyntaxError(f"query file {path} is not UTF-8 text (byte {exc.start})") from None
+        except OSError as exc:
+            raise QuerySyntaxError(f"cannot read query file {path}: {exc.strerror or exc}") from None
         filename = filename or str(path)
     else:
         text = str(source)
@@ -170,8 +208,12 @@ def run_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) 
     """``load_query(source).run(*args, model=model, **kwargs)``; free variables of the body
     can be passed as keyword arguments (they become parameters)."""
     run_opts = {k: kwargs.pop(k) for k in ("decoder", "input_fn", "max_tokens", "seed", "chat_roles") if k in kwargs}
-    q = load_query(source, params=list(kwargs))
-    return q.run(*args, model=model, **run_opts, **kwargs)
+    lim = kwargs.pop("limits", None)
+    if lim is not None and not isinstance(lim, Limits):
+        raise ArgumentError("limits", lim, "None or a tether.limits.Limits")
+    with limits_in_force(lim) if lim is not None else nullcontext():
+        q = load_query(source, params=list(kwargs))
+        return q.run(*args, model=model, **run_opts, **kwargs)
 
 
 _MARKERS = ("lmql", "tether", "query")

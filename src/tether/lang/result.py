@@ -21,7 +21,10 @@ class HoleRecord:
 
     ``query`` names the (nested) query the hole belongs to; ``stopped`` tells how decoding
     ended: "stop" (stop phrase), "eos" (end chosen), "budget" (token limit), "masked"
-    (no token allowed), "supplied" (pre decorator), "distribute".
+    (no token allowed), "length" (the model's context window is full), "supplied" (pre
+    decorator), "distribute". ``satisfied`` is True only when the final value makes the
+    hole's constraint true (or the constraint still reads a later hole); a typed hole
+    (``int``, ``float``, a dataclass) whose text does not parse has ``value`` None.
     """
 
     name: str

@@ -29,6 +29,7 @@ import inspect
 import json
 import math
 import types
+import typing
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -36,9 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from tether.errors import ModelError
+from tether import limits
+from tether.decoding.decoders import check_int, check_seed
+from tether.decoding.logits import check_prompt_fits, model_call
+from tether.decoding.loop import CLOSE_SLACK
+from tether.errors import ConstraintError, ContextLengthError, ModelError
 from tether.lang.compiler import HOLE_FN, STR_FN, CompiledBody, compile_body
 from tether.lang.holes import (
+    END,
     HoleDecoder,
     VocabInfo,
     argmax_step,
@@ -47,8 +53,17 @@ from tether.lang.holes import (
     score_text,
 )
 from tether.lang.result import HoleRecord, QueryResult, Segment
-from tether.lang.semantics import HoleState, conjuncts, evaluate, mentions, plan
-from tether.lang.syntax import DecoderSpec, QueryAst
+from tether.lang.semantics import (
+    FIN,
+    HoleState,
+    check_constraint,
+    conjuncts,
+    constraint_place,
+    evaluate,
+    mentions,
+    plan,
+)
+from tether.lang.syntax import DecoderSpec, QueryAst, check_decoder_args
 
 ACTIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("tether_lang_active", default=None)
 
@@ -105,11 +120,20 @@ class NestedCall:
 # typed holes
 
 
+def _field_types(tp: type) -> dict[str, Any]:
+    """Field name → type of a dataclass, string annotations resolved where they can be."""
+    try:
+        hints = typing.get_type_hints(tp)
+    except Exception:  # noqa: BLE001 -- an annotation that does not resolve: keep it as written
+        hints = {}
+    return {f.name: hints.get(f.name, f.type) for f in dataclasses.fields(tp)}
+
+
 def _dataclass_regex(tp: type, depth: int = 0) -> str:
     ws = " ?"
     fields = []
-    for f in dataclasses.fields(tp):
-        fields.append(f'"{f.name}"' + ws + ":" + ws + _type_regex(f.type, depth + 1))
+    for name, ftype in _field_types(tp).items():
+        fields.append(f'"{name}"' + ws + ":" + ws + _type_regex(ftype, depth + 1))
     return r"\{" + ws + ("," + ws).join(fields) + ws + r"\}"
 
 
@@ -131,10 +155,27 @@ def _type_regex(tp: Any, depth: int) -> str:
 
 
 def _int_value(text: str) -> Any:
+    """The int a hole wrote; None when its text is no int (an incomplete hole)."""
     try:
         return int(text.strip())
     except ValueError:
-        return text
+        return None
+
+
+def _float_value(text: str) -> Any:
+    try:
+        return float(text.strip())
+    except ValueError:
+        return None
+
+
+def _build(tp: Any, value: Any, depth: int = 0) -> Any:
+    """``value`` (parsed JSON) as an instance of ``tp``: dataclasses field by field, to the
+    depth `_type_regex` writes them (deeper fields are strings)."""
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type) and isinstance(value, dict) and depth < 4:
+        types_ = _field_types(tp)
+        return tp(**{k: _build(types_.get(k), v, depth + 1) for k, v in value.items()})
+    return value
 
 
 def _typed(name: str, tp: Any) -> tuple[list[ast.expr], Callable[[str], Any]]:
@@ -146,7 +187,7 @@ def _typed(name: str, tp: Any) -> tuple[list[ast.expr], Callable[[str], Any]]:
         return [ast.Call(ast.Name("INT", ast.Load()), [var], [])], _int_value
     if tp is float:
         pat = r" ?-?[0-9]+(?:\.[0-9]+)?"
-        return [ast.Call(ast.Name("REGEX", ast.Load()), [var, ast.Constant(pat)], [])], lambda s: float(s)
+        return [ast.Call(ast.Name("REGEX", ast.Load()), [var, ast.Constant(pat)], [])], _float_value
     if isinstance(tp, str):  # [X: r"regex"]
         return [ast.Call(ast.Name("REGEX", ast.Load()), [var, ast.Constant(tp)], [])], lambda s: s
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
@@ -154,13 +195,13 @@ def _typed(name: str, tp: Any) -> tuple[list[ast.expr], Callable[[str], Any]]:
 
         def conv(s: str, tp: type = tp) -> Any:
             try:
-                return tp(**json.loads(s))
-            except Exception:
-                return s
+                return _build(tp, json.loads(s))
+            except (ValueError, TypeError):  # not complete JSON, or fields that do not fit
+                return None
 
         return [ast.Call(ast.Name("REGEX", ast.Load()), [var, ast.Constant(pat)], [])], conv
-    raise TypeError(f"hole [{name}: {tp!r}]: unsupported hole type (use int, float, str, "
-                    "a regex string, a dataclass or a query)")
+    raise ConstraintError(f"hole [{name}: {str(tp)[:100]}]: unsupported hole type (use int, float, str, "
+                          "a regex string, a dataclass or a query)")
 
 
 def _type_in_constraint(c: ast.expr, name: str, scope: dict[str, Any], env: dict[str, Any]) -> Any:
@@ -191,10 +232,35 @@ class Program:
         self.qast = qast
         self.name = name
         self.params = params
-        self.body: CompiledBody = compile_body(qast.body, params, filename=qast.filename)
+        self.body: CompiledBody = compile_body(qast.body, params, filename=qast.filename, text=qast.source)
         self.where = qast.where
         self.distribute = qast.distribute
         self.base_env = env or {}
+        self.check_static()
+
+    def check_static(self) -> None:
+        """Constraints that could never apply are errors, not silently dropped: a ``where``
+        conjunct must mention a hole of the query (an inline one, a hole of its own
+        prompt statement), ``distribute`` must name a hole, and the built-ins must be
+        called with the right arguments (`check_constraint`)."""
+        holes, fname = self.body.hole_names, self.qast.filename
+        for c in conjuncts(self.where):
+            check_constraint(c, None, holes, None, fname)
+            if not any(mentions(c, h) for h in holes):
+                raise ConstraintError(
+                    f"the constraint `{_shown(c)}`{constraint_place(c, fname)} mentions no hole of the query "
+                    f"(holes: {', '.join(sorted(holes)) or 'none'})")
+        for stmt_id, inline in self.body.inline_where.items():
+            own = self.body.stmt_holes.get(stmt_id, frozenset())
+            for c in conjuncts(inline):
+                check_constraint(c, None, holes, None, fname)
+                if not any(mentions(c, h) for h in own):
+                    raise ConstraintError(
+                        f"the constraint `{_shown(c)}`{constraint_place(c, fname)} mentions no hole of its prompt "
+                        f"(holes there: {', '.join(sorted(own)) or 'none'})")
+        if self.distribute is not None and self.distribute[0] not in holes:
+            raise ConstraintError(f"distribute names {self.distribute[0]!r}, which is no hole of the query "
+                                  f"(holes: {', '.join(sorted(holes)) or 'none'})")
 
     def generator(self, args: dict[str, Any]) -> Generator[Any, Any, Any]:
         from tether.lang.query import compat_namespace  # noqa: PLC0415 (cycle)
@@ -237,7 +303,8 @@ class Program:
         # constraints see the program's globals (functions, imports) and its locals
         sc = {k: v for k, v in {**env, **scope}.items() if not k.startswith("__")}
         if constraint is not None:
-            _check_names(constraint, name, sc, self.body.hole_names)
+            _check_names(constraint, name, sc, self.body.hole_names, self.qast.filename)
+            check_constraint(constraint, name, self.body.hole_names | {name}, sc, self.qast.filename)
         return HoleRequest(name, constraint, sc, self.body.hole_names, post_text, self.name, convert, support)
 
     def _hole(self, env: dict[str, Any], name: str, tp: Any, decorators: tuple[Any, ...], stmt_id: int, post_text: str,
@@ -274,9 +341,17 @@ _LMQL_NAMES = {"stops_at", "stops_before", "stop_at", "stop_before", "len", "wor
                "int", "regex", "type"}
 
 
-def _check_names(expr: ast.expr, var: str, scope: dict[str, Any], holes: frozenset[str]) -> None:
+def _shown(c: ast.expr) -> str:
+    try:
+        s = ast.unparse(c)
+    except (RecursionError, ValueError):
+        s = "..."
+    return s if len(s) <= 100 else s[:97] + "..."
+
+
+def _check_names(expr: ast.expr, var: str, scope: dict[str, Any], holes: frozenset[str], filename: str = "") -> None:
     """A where-clause name that is nothing (not a hole, variable, built-in) is a typo:
-    say so rather than silently dropping the constraint."""
+    say so (ConstraintError) rather than silently dropping the constraint."""
     import difflib  # noqa: PLC0415
 
     for node in ast.walk(expr):
@@ -288,8 +363,9 @@ def _check_names(expr: ast.expr, var: str, scope: dict[str, Any], holes: frozens
             known = [*sorted(_LMQL_NAMES), "STOPS_AT", "STOPS_BEFORE", "TOKENS", "WORDS", "INT", "REGEX",
                      *scope, *holes]
             hint = difflib.get_close_matches(n, known, n=1)
-            raise NameError(f"name {n!r} in the constraint of hole [{var}] is not defined"
-                            + (f"; did you mean {hint[0]!r}?" if hint else ""))
+            raise ConstraintError(f"name {n!r} in the constraint `{_shown(expr)}` of hole [{var}]"
+                                  f"{constraint_place(node, filename)} is not defined"
+                                  + (f"; did you mean {hint[0]!r}?" if hint else ""))
 
 
 def _clean_vars(d: dict[str, Any]) -> dict[str, Any]:
@@ -443,6 +519,10 @@ class Runtime:
     def __init__(self, model: Any, decoder: DecoderSpec, *, input_fn: Callable[[str], str] | None = None,
                  max_tokens: int | None = None, seed: int | None = None,
                  chat_roles: dict[str, str] | None = None) -> None:
+        check_decoder_args(decoder.method, decoder.args)
+        if max_tokens is not None:
+            check_int("max_tokens", max_tokens, minimum=1, limit="max_tokens")
+        check_seed(seed)
         self.model = model
         self.decoder = decoder
         # black-box models (HTTP APIs) have no logits: holes go through the server
@@ -458,6 +538,7 @@ class Runtime:
         self.stop_on_masked = bool(args.get("stop_on_masked", True))
         self.use_engine = bool(args.get("engine", True))
         self.batch = bool(args.get("batch", True))
+        self.close_on_budget = bool(args.get("close_on_budget", True))
 
     # -- small services for executions ---------------------------------------------------
 
@@ -478,7 +559,8 @@ class Runtime:
         return obj
 
     def tokenize_prompt(self, text: str) -> list[int]:
-        return list(self.model.tokenize(text, add_bos=True))
+        limits.check("max_prompt_chars", len(text), "the query's prompt")
+        return list(model_call(self.model, lambda: self.model.tokenize(text, add_bos=True)))
 
     def _count_start(self, prompt_len: int) -> None:
         c = self.model.costs
@@ -487,6 +569,7 @@ class Runtime:
 
     def new_decoder(self, ex: Execution, req: HoleRequest) -> HoleDecoder:
         prompt = self.tokenize_prompt(ex.trace())
+        check_prompt_fits(self.model, prompt)  # ContextLengthError before decoding
         self._count_start(len(prompt))
         assert self.info is not None
         return HoleDecoder(self.model, self.info, prompt, req.name, req.constraint, req.scope,
@@ -497,8 +580,11 @@ class Runtime:
         text = dec.value if dec.value is not None else dec.text
         ok = True
         if req.constraint is not None:
+            # satisfied only when the final value makes the constraint true; a constraint
+            # that still reads a later hole cannot be judged yet and counts as kept
             fv = evaluate(req.constraint, dec.state.extended(text, len(dec.tokens), True))
-            ok = bool(fv.value) if fv.value is not None else True
+            later = any(mentions(req.constraint, h) for h in req.future - {req.name} - req.scope.keys())
+            ok = bool(fv.value) if fv.ann == FIN else later
         return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how,
                           n_tokens=len(dec.tokens), satisfied=ok, logprob=dec.logprob)
 
@@ -552,15 +638,38 @@ class Runtime:
         """Logits for several branches: one batched forward pass where the model has
         ``logits_batch`` (branches in lockstep, paper §4), else one call each."""
         if len(seqs) > 1 and self.batch and hasattr(self.model, "logits_batch"):
-            rows = np.asarray(self.model.logits_batch(seqs))
+            rows = np.asarray(model_call(self.model, self.model.logits_batch, seqs))
             return [rows[i] for i in range(len(seqs))]
-        return [np.array(self.model.logits(s)) for s in seqs]
+        return [np.array(model_call(self.model, self.model.logits, s)) for s in seqs]
+
+    def _rows(self, decs: list[HoleDecoder]) -> list[np.ndarray | None]:
+        """`_logits` for the holes' contexts; None for a hole the context window cannot
+        hold any more (it ends with "length"). A hole that has generated nothing holds
+        only its prompt: that ContextLengthError is raised."""
+        try:
+            return list(self._logits([d.context() for d in decs]))
+        except ContextLengthError:
+            if len(decs) == 1 and not decs[0].tokens:
+                raise
+        out: list[np.ndarray | None] = []
+        for d in decs:
+            try:
+                out.append(self._logits([d.context()])[0])
+            except ContextLengthError:
+                if not d.tokens:
+                    raise
+                out.append(None)
+        return out
 
     def _step(self, dec: HoleDecoder, logits: np.ndarray) -> None:
         if self.decoder.method == "sample":
             step = sample_step(dec, logits, self.rng, self.temperature)
         else:
             step = argmax_step(dec, logits)
+        # the token would leave no room to finish: close the hole now instead
+        if step is not None and self.close_on_budget and self._must_close(dec, step) and dec.close():
+            dec.reason = "budget"
+            return
         if step is None:
             dec.finish_forced()
             dec.reason = "masked" if len(dec.tokens) < dec.max_tokens else "budget"
@@ -568,6 +677,22 @@ class Runtime:
         dec.accept(step)
         if dec.done:
             dec.reason = step.reason or "eos"
+
+    @staticmethod
+    def _must_close(dec: HoleDecoder, step: Any) -> bool:
+        """Budget closing of a regular (typed, ``REGEX``, ``INT``) hole: after ``step``,
+        would its shortest completion still fit the tokens left? Measured only near the
+        budget (within `CLOSE_SLACK` tokens of the last measured completion)."""
+        if step.token == END or step.ends or len(dec.matchers) != 1:
+            return False
+        remaining = dec.max_tokens - len(dec.tokens)
+        if dec.closing_len >= 0 and remaining - 1 > dec.closing_len + CLOSE_SLACK:
+            return False
+        after = dec.closing_tokens(step.token)
+        if after is None:
+            return False
+        dec.closing_len = len(after)
+        return len(after) > remaining - 1
 
     def decode_hole_remote(self, ex: Execution, req: HoleRequest) -> HoleRecord:
         """A hole on a black-box model (no logits): the exact parts of the constraint go
@@ -597,8 +722,11 @@ class Runtime:
             if len(p.stops) == 1 and kept:  # the server drops the stop text; STOPS_AT keeps it
                 text += kept[0]
                 how = "stop"
-        fv = evaluate(req.constraint, st.extended(text, 0, True)) if req.constraint is not None else None
-        ok = fv is None or fv.value is None or bool(fv.value)
+        ok = True
+        if req.constraint is not None:  # as `record`: satisfied only when the final value makes it true
+            fv = evaluate(req.constraint, st.extended(text, 0, True))
+            later = any(mentions(req.constraint, h) for h in st.future)
+            ok = bool(fv.value) if fv.ann == FIN else later
         return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how, satisfied=ok)
 
     def run_simple(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
@@ -621,11 +749,15 @@ class Runtime:
                     req = exs[i].pending
                     assert req is not None
                     decs[i] = self.new_decoder(exs[i], req)
-            rows = self._logits([decs[i].context() for i in live])  # type: ignore[union-attr]
+            rows = self._rows([decs[i] for i in live])  # type: ignore[misc]
             for i, logits in zip(live, rows, strict=True):
                 dec = decs[i]
                 assert dec is not None
-                self._step(dec, logits)
+                if logits is None:  # the context window is full
+                    dec.finish_forced()
+                    dec.reason = "length"
+                else:
+                    self._step(dec, logits)
                 if dec.done:
                     req = exs[i].pending
                     assert req is not None
@@ -653,8 +785,13 @@ class Runtime:
                 req = ex.pending
                 assert req is not None
                 active.append((lp, ex, dec if dec is not None else self.new_decoder(ex, req)))
-            rows = self._logits([d.context() for _, _, d in active])
+            rows = self._rows([d for _, _, d in active])
             for (lp, ex, dec), logits in zip(active, rows, strict=True):
+                if logits is None:  # the context window is full
+                    d2 = dec.copy()
+                    d2.finish_forced()
+                    pool.append((lp, ex, None, (d2, "length")))
+                    continue
                 steps = best_steps(dec, logits, n)
                 if not steps:
                     d2 = dec.copy()
@@ -663,6 +800,11 @@ class Runtime:
                     continue
                 for s in steps:
                     d2 = dec.copy()
+                    if self.close_on_budget and self._must_close(dec, s):
+                        if d2.close():  # no room to finish after s: the beam closes the hole instead
+                            pool.append((lp, ex, None, (d2, "budget")))
+                            continue
+                        d2 = dec.copy()
                     d2.accept(s)
                     if d2.done:
                         pool.append((lp + s.logprob, ex, None, (d2, s.reason or "eos")))

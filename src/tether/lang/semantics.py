@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tether.errors import ConstraintError, limited
 from tether.lang.prefix_regex import compile_prefix
 
 Ann = Literal["fin", "var", "inc", "dec"]
@@ -516,3 +517,96 @@ def _choices(c: ast.expr, st: HoleState) -> list[str] | None:
                 if all(isinstance(i, str) for i in items):
                     return items
     return None
+
+
+# ---------------------------------------------------------------------------------------
+# checking constraints before decoding: an ill-typed constraint is an error, never dropped
+
+_ARITY = {"stops_at": 2, "stops_before": 2, "len": 1, "tokens": 1, "words": 1, "sentences": 1,
+          "characters": 1, "int": 1, "regex": 2}
+_CONTAINERS = (str, list, tuple, set, frozenset, dict, range)
+
+
+def constraint_place(node: ast.AST, filename: str = "") -> str:
+    line = getattr(node, "lineno", 0)
+    where = f" in {filename}" if filename else ""
+    return f" at line {line}{where}" if line else where
+
+
+def _fail(problem: str, c: ast.expr, filename: str) -> ConstraintError:
+    try:
+        src = ast.unparse(c)
+    except (RecursionError, ValueError):
+        src = "..."
+    src = src if len(src) <= 100 else src[:97] + "..."
+    return ConstraintError(f"{problem}, in the constraint `{src}`{constraint_place(c, filename)}")
+
+
+def check_constraint(expr: ast.expr, var: str | None, holes: frozenset[str], scope: dict[str, Any] | None,
+                     filename: str = "") -> None:
+    """Raise ConstraintError for an ill-typed or unknown part of a constraint.
+
+    Without ``scope`` (when the query is loaded) only what the text alone decides is
+    checked: the built-ins' arities, constant REGEX patterns, ``in`` over a constant that
+    is no collection, impossible length bounds. With ``scope`` (before hole ``var`` is
+    decoded) the arguments are evaluated too (patterns, stop phrases, bounds, the right
+    side of ``in``). Never evaluates anything that reads a hole not yet decoded.
+    """
+    st = HoleState(var or "", "", False, 0, dict(scope or {}), holes - {var or ""} - (scope or {}).keys())
+
+    def known(node: ast.expr) -> FV:
+        """The value of ``node`` when it is fixed before decoding, else UNKNOWN."""
+        if scope is None and not isinstance(node, ast.Constant | ast.List | ast.Tuple | ast.Set | ast.UnaryOp):
+            return UNKNOWN
+        if _names(node) & (holes | {var or ""}):
+            return UNKNOWN
+        v = evaluate(node, st)
+        return v if v.ann == FIN else UNKNOWN
+
+    for c in ast.walk(expr):
+        if isinstance(c, ast.Call):
+            name = builtin_name(c.func)
+            if name is None:
+                continue
+            shown = c.func.id if isinstance(c.func, ast.Name) else name
+            want = _ARITY[name]
+            if len(c.args) != want or c.keywords:
+                raise _fail(f"{shown}() takes {want} argument{'s' if want > 1 else ''} "
+                            f"({'a hole and a phrase' if name.startswith('stops') else 'a hole and a pattern' if name == 'regex' else 'one value'}); "
+                            f"got {len(c.args) + len(c.keywords)}", c, filename)
+            if name in ("stops_at", "stops_before"):
+                if not (isinstance(c.args[0], ast.Name) and c.args[0].id in holes):
+                    raise _fail(f"the first argument of {shown}() must be a hole of the query", c, filename)
+                phrase = known(c.args[1])
+                if phrase.value is not None and (not isinstance(phrase.value, str) or not phrase.value):
+                    raise _fail(f"the stop phrase of {shown}() must be a non-empty string; got "
+                                f"{limited(phrase.value)}", c, filename)
+            elif name == "regex":
+                pat = known(c.args[1])
+                if pat.value is not None:
+                    if not isinstance(pat.value, str):
+                        raise _fail(f"the pattern of {shown}() must be a string; got {limited(pat.value)}", c, filename)
+                    try:
+                        compile_prefix(pat.value)
+                    except ConstraintError as exc:
+                        raise _fail(str(exc), c, filename) from None
+        elif isinstance(c, ast.Compare) and len(c.ops) == 1:
+            op, lhs, rhs = c.ops[0], c.left, c.comparators[0]
+            if isinstance(op, ast.In | ast.NotIn) and isinstance(lhs, ast.Name) and lhs.id in holes:
+                coll = known(rhs)
+                if coll.value is not None:
+                    if not isinstance(coll.value, _CONTAINERS):
+                        raise _fail(f"`{lhs.id} in ...` needs a string or a collection of strings on the right; "
+                                    f"got {type(coll.value).__name__} {limited(coll.value)}", c, filename)
+                    if not isinstance(coll.value, str) and not any(isinstance(x, str) for x in coll.value):
+                        raise _fail(f"no element of {limited(coll.value)} is a string, so {lhs.id} can never be "
+                                    "in it", c, filename)
+            if (isinstance(lhs, ast.Call) and builtin_name(lhs.func) == "len"
+                    and isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE | ast.Eq)):
+                bound = known(rhs)
+                if bound.value is not None:
+                    if isinstance(bound.value, bool) or not isinstance(bound.value, int | float):
+                        raise _fail(f"a length is compared with {limited(bound.value)}, not a number", c, filename)
+                    if (isinstance(op, ast.Lt) and bound.value <= 0) or (isinstance(op, ast.LtE | ast.Eq) and bound.value < 0):
+                        sym = {ast.Lt: "<", ast.LtE: "<=", ast.Eq: "=="}[type(op)]
+                        raise _fail(f"no value has a length {sym} {bound.value}", c, filename)

@@ -23,6 +23,12 @@ Inside a prompt string (f-string-like):
 
 ``parse_query(text)`` returns a ``QueryAst``; every error is a ``QuerySyntaxError`` naming
 line and column with a caret. Cost: linear in the text plus one ``ast.parse`` of the body.
+
+Query text is hostile until parsed: its size is bounded by ``Limits.max_text_chars``, the
+nesting of every Python expression or statement in it by ``Limits.max_nesting`` (so no
+later walk of the tree can recurse without bound), null bytes and Python's own parser
+giving up (``RecursionError``, ``MemoryError``) become QuerySyntaxError with a place.
+A query is Python code run with the caller's rights: parse and run trusted text only.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tether import limits
+from tether.decoding.decoders import ArgumentError, check_bool, check_int, check_number, check_seed
 from tether.errors import QuerySyntaxError
 
 DECODERS = ("argmax", "greedy", "sample", "beam", "beam_search")
@@ -75,6 +83,45 @@ class Role:
 Part = Text | Hole | Expr | Role
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def nesting_depth(tree: ast.AST) -> tuple[int, ast.AST]:
+    """The depth of ``tree`` (iterative) and its deepest node."""
+    best, deepest = 0, tree
+    todo: list[tuple[ast.AST, int]] = [(tree, 1)]
+    while todo:
+        node, d = todo.pop()
+        if d > best:
+            best, deepest = d, node
+        todo.extend((c, d + 1) for c in ast.iter_child_nodes(node))
+    return best, deepest
+
+
+def parse_python(src: str, mode: str = "exec", filename: str = "<query>") -> ast.AST:
+    """``ast.parse`` for hostile text: every failure is a ``SyntaxError`` with a place.
+
+    Null bytes, Python's parser running out of stack or memory, and trees nested deeper
+    than ``Limits.max_nesting`` are reported as SyntaxError (callers turn it into a
+    QuerySyntaxError at the right line and column).
+    """
+    nul = src.find("\0")
+    if nul >= 0:
+        line = src.count("\n", 0, nul) + 1
+        raise SyntaxError("null byte in query text", (filename, line, nul - src.rfind("\n", 0, nul), src, None, None))
+    try:
+        tree = ast.parse(src, filename, mode=mode)  # type: ignore[call-overload]
+    except (RecursionError, MemoryError):
+        raise SyntaxError(f"too deeply nested for Python's parser (Limits.max_nesting is "
+                          f"{limits.current().max_nesting})", (filename, 1, 1, src, None, None)) from None
+    except ValueError as exc:  # the parser's own refusals (older Pythons: null bytes)
+        raise SyntaxError(str(exc), (filename, 1, 1, src, None, None)) from None
+    depth, node = nesting_depth(tree)
+    maximum = limits.current().max_nesting
+    if depth > maximum:
+        raise SyntaxError(
+            f"nesting {depth} deeper than Limits.max_nesting={maximum}",
+            (filename, getattr(node, "lineno", 1), getattr(node, "col_offset", 0) + 1, src, None, None))
+    return tree
 
 
 def _scan_balanced(s: str, i: int, close: str) -> int:
@@ -158,7 +205,7 @@ def parse_template(s: str) -> list[Part]:
                 if not inner.strip():
                     raise ValueError("empty interpolation '{}'", i)
                 try:
-                    ast.parse(inner.strip(), mode="eval")
+                    parse_python(inner.strip(), "eval")
                 except SyntaxError as exc:
                     raise ValueError(f"bad expression in '{{...}}': {exc.msg}", i + 1) from None
                 parts.append(Expr(inner.strip()))
@@ -189,7 +236,7 @@ def _parse_hole(inner: str, offset: int) -> Hole:
     tsrc = type_src.strip() or None
     if tsrc is not None:
         try:
-            ast.parse(tsrc, mode="eval")
+            parse_python(tsrc, "eval")
         except SyntaxError as exc:
             raise ValueError(f"bad hole type {tsrc!r}: {exc.msg}", offset + 1) from None
     return Hole(name, tsrc, tuple(decorators))
@@ -209,6 +256,32 @@ class DecoderSpec:
     @property
     def n(self) -> int:
         return int(self.args.get("n", 1))  # type: ignore[call-overload]
+
+
+DECODER_ARGS = ("n", "temperature", "seed", "max_len", "max_tokens", "stop_on_masked", "engine", "batch",
+                "close_on_budget")
+
+
+def check_decoder_args(method: str, args: dict[str, object]) -> None:
+    """Check a decoder clause's keywords: known names, right types, ranges and limits.
+
+    Raises ArgumentError (a ValueError) or LimitError naming the keyword.
+    """
+    for k, v in args.items():
+        if k not in DECODER_ARGS:
+            raise ArgumentError(f"{method}({k}=...)", v, f"a known decoder keyword: one of {', '.join(DECODER_ARGS)}")
+        if k == "n":
+            check_int(f"{method}(n=...)", v, minimum=1, limit="max_n")
+            if method == "argmax" and v != 1:
+                raise ArgumentError("argmax(n=...)", v, "1 (use sample(n=...) or beam(n=...) for more)")
+        elif k == "temperature":
+            check_number(f"{method}(temperature=...)", v, 0.0)
+        elif k == "seed":
+            check_seed(v, f"{method}(seed=...)")
+        elif k in ("max_len", "max_tokens"):
+            check_int(f"{method}({k}=...)", v, minimum=1, limit="max_tokens")
+        else:
+            check_bool(f"{method}({k}=...)", v)
 
 
 @dataclass
@@ -240,13 +313,13 @@ _CLAUSE = re.compile(r"^(from|where|distribute|distribution)\b(.*)$")
 
 
 def _decoder_head(line: str) -> re.Match[str] | None:
-    return re.match(r"^(argmax|greedy|sample|beam|beam_search)\s*(\(.*\))?\s*(.*)$", line)
+    return re.match(r"^(argmax|greedy|sample|beam_search|beam)\b\s*(\(.*\))?\s*(.*)$", line)
 
 
 def parse_decoder(src: str, text: str = "", offset: int = 0, filename: str = "<query>") -> DecoderSpec:
     """Parse ``argmax``/``sample(n=2, temperature=0.7)``/``beam(n=3)`` (keyword args only)."""
     try:
-        node = ast.parse(src.strip(), mode="eval").body
+        node = parse_python(src.strip(), "eval").body  # type: ignore[attr-defined]
     except SyntaxError as exc:
         raise _err(f"bad decoder clause: {exc.msg}", text or src, offset, filename) from None
     if isinstance(node, ast.Name):
@@ -262,18 +335,31 @@ def parse_decoder(src: str, text: str = "", offset: int = 0, filename: str = "<q
         raise _err(f"unknown decoder {name!r}; expected argmax, sample or beam", text or src, offset, filename)
     args: dict[str, object] = {}
     for k in kw:
+        if k.arg is None or k.arg in args:
+            raise _err("decoder arguments must be distinct keywords, e.g. beam(n=3)", text or src, offset, filename)
         try:
             args[str(k.arg)] = ast.literal_eval(k.value)
-        except ValueError:
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             raise _err(f"decoder argument {k.arg!r} must be a constant", text or src, offset, filename) from None
+    try:
+        check_decoder_args(method, args)
+    except ArgumentError as exc:  # (a LimitError goes out as it is: it names the limit)
+        raise _err(f"bad decoder clause: {exc}", text or src, offset, filename) from None
     return DecoderSpec(method, args)  # type: ignore[arg-type]
 
 
 def parse_query(text: str, filename: str = "<query>") -> QueryAst:
     """Parse a query program (either surface) into a ``QueryAst``.
 
-    Raises QuerySyntaxError with line:column and a caret on any syntax problem.
+    Raises QuerySyntaxError with line:column and a caret on any syntax problem, and
+    LimitError for a text longer than ``Limits.max_text_chars``.
     """
+    if not isinstance(text, str):
+        raise QuerySyntaxError(f"query text must be a string, not {type(text).__name__}")
+    limits.check("max_text_chars", len(text), f"query text {filename}")
+    nul = text.find("\0")
+    if nul >= 0:
+        raise _err("null byte in query text", text, nul, filename)
     lines = text.splitlines(keepends=True)
     offs = _line_offsets(text)
     n = len(lines)
@@ -327,8 +413,8 @@ def parse_query(text: str, filename: str = "<query>") -> QueryAst:
         at = start_off + max(pad, 0)
         if kw == "from":
             try:
-                val = ast.literal_eval(src)
-            except (ValueError, SyntaxError):
+                val = ast.literal_eval(parse_python(src, "eval"))
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
                 raise _err('expected a model name string after from, e.g. from "embedded"', text, at, filename) from None
             if not isinstance(val, str):
                 raise _err("the model in the from clause must be a string", text, at, filename)
@@ -356,8 +442,11 @@ def _common_indent(lines: list[str]) -> int:
 
 
 def _parse_expr(src: str, text: str, at: int, filename: str, what: str) -> ast.expr:
+    """Parse a clause's expression; its line numbers are the query text's."""
     try:
-        return ast.parse("(" + src + "\n)", mode="eval").body
+        expr: ast.expr = parse_python("(" + src + "\n)", "eval").body  # type: ignore[attr-defined]
+        ast.increment_lineno(expr, text.count("\n", 0, at))
+        return expr
     except SyntaxError as exc:
         off = at
         if exc.lineno is not None and exc.offset is not None:
@@ -428,7 +517,8 @@ def parse_body(src: str, *, text: str | None = None, line0: int = 0, col0: int =
     text = src if text is None else text
     rewritten = rewrite_inline_where(src)
     try:
-        mod = ast.parse(rewritten, filename)
+        mod = parse_python(rewritten, "exec", filename)
+        assert isinstance(mod, ast.Module)
     except SyntaxError as exc:
         offs = _line_offsets(text)
         ln = (exc.lineno or 1) - 1 + line0

@@ -13,18 +13,13 @@ import ctypes
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tether.errors import MissingDependencyError, ModelError
+from tether import limits
+from tether.decoding.decoders import ArgumentError
+from tether.decoding.logits import model_call
+from tether.errors import MissingDependencyError, ModelError, TetherError
+from tether.program.arguments import check_messages
 
 Message = Mapping[str, str]
-
-
-def check_messages(messages: Sequence[Any]) -> list[dict[str, str]]:
-    out = []
-    for i, m in enumerate(messages):
-        if not isinstance(m, Mapping) or "role" not in m or "content" not in m:
-            raise ValueError(f"message {i} must be a dict with 'role' and 'content'; got {m!r:.80}")
-        out.append({"role": str(m["role"]), "content": str(m["content"])})
-    return out
 
 
 def template_of(model: Any) -> str | None:
@@ -57,6 +52,7 @@ def _special_text(model: Any, token_id: int | None) -> str:
 def render_jinja(template: str, messages: list[dict[str, str]], *, bos_token: str = "", eos_token: str = "",
                  add_generation_prompt: bool = True) -> str:
     try:
+        import jinja2
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
         raise MissingDependencyError("jinja2 (to render chat templates)", "llama") from None
@@ -66,10 +62,19 @@ def render_jinja(template: str, messages: list[dict[str, str]], *, bos_token: st
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     env.globals["raise_exception"] = raise_exception
-    return env.from_string(template).render(
-        messages=messages, bos_token=bos_token, eos_token=eos_token,
-        add_generation_prompt=add_generation_prompt,
-    )
+    try:
+        compiled = env.from_string(template)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ArgumentError("chat_template", template, f"a Jinja template ({exc.message}, line {exc.lineno})") from None
+    try:
+        text = compiled.render(messages=messages, bos_token=bos_token, eos_token=eos_token,
+                               add_generation_prompt=add_generation_prompt)
+    except TetherError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- a template failing on these messages
+        raise ModelError(f"the chat template failed on the messages: {type(exc).__name__}: {exc}") from exc
+    limits.check("max_prompt_chars", len(text), "the rendered chat prompt")
+    return text
 
 
 def render_chat(model: Any, messages: Sequence[Any], *, chat_template: str | None = None,
@@ -87,10 +92,18 @@ def render_chat(model: Any, messages: Sequence[Any], *, chat_template: str | Non
         return render_jinja(template, msgs, bos_token=_special_text(model, getattr(vocab, "bos_id", None)),
                             eos_token=_special_text(model, eos), add_generation_prompt=add_generation_prompt)
     tok = getattr(model, "tokenizer", None)
+    text: Any = None
     if tok is not None and callable(getattr(tok, "apply_chat_template", None)):
-        return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=add_generation_prompt)  # type: ignore[no-any-return]
-    if callable(getattr(model, "apply_chat_template", None)):
-        return model.apply_chat_template(msgs, add_generation_prompt=add_generation_prompt)  # type: ignore[no-any-return]
+        text = model_call(model, lambda: tok.apply_chat_template(msgs, tokenize=False,
+                                                                 add_generation_prompt=add_generation_prompt))
+    elif callable(getattr(model, "apply_chat_template", None)):
+        text = model_call(model, lambda: model.apply_chat_template(msgs, add_generation_prompt=add_generation_prompt))
+    if text is not None:
+        if not isinstance(text, str):
+            raise ModelError(f"the chat template of {getattr(model, 'name', model)!r} returned "
+                             f"{type(text).__name__}, not text")
+        limits.check("max_prompt_chars", len(text), "the rendered chat prompt")
+        return text
     raise ModelError(
         f"model {getattr(model, 'name', model)!r} has no chat template: pass a plain prompt, or "
         "chat_template='<jinja template>' to say how its turns are written"
@@ -108,4 +121,9 @@ def tokenize_rendered(model: Any, text: str) -> list[int]:
     try:
         return list(model.tokenize(text, add_bos=add_bos, special=True))
     except TypeError:  # a backend without special-token parsing
-        return list(model.tokenize(text, add_bos=add_bos))
+        return list(model_call(model, lambda: model.tokenize(text, add_bos=add_bos)))
+    except TetherError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- the backend's tokenizer failed
+        raise ModelError(f"model {getattr(model, 'name', model)!r} could not tokenize the prompt: "
+                         f"{type(exc).__name__}: {exc}") from exc

@@ -10,16 +10,26 @@ boundary, so ``"http"`` + hole still continues naturally), under its own constra
 ``select([...])``. Captured values land in ``result.captures`` under the hole's name
 (``list_append=True`` appends to a list instead). The model keeps its KV cache across
 holes, so the shared prefix is evaluated once.
+
+Arguments are checked when a hole is made (`ArgumentError`, a ``ValueError``); a hole
+whose output is not complete under its constraint (cut by a stop text or its token
+budget) captures ``None`` and records why in ``result.errors``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether import limits
 from tether.decoding import Argmax, Sample, decode
+from tether.decoding.decoders import ArgumentError, check_bool, check_int, check_number, check_seed
+from tether.limits import Limits
+from tether.limits import limits as limits_in_force
 from tether.models.base import Costs
+from tether.program.arguments import check_limits_arg, check_stop
 from tether.program.generate import compile_output, prepare_prompt, to_generation
 from tether.program.outputs import OutputSpec, Regex, output_spec
 
@@ -50,10 +60,11 @@ class Gen(Piece):
     output: Any = None
     temperature: float | None = None
     list_append: bool = False
+    close_on_budget: bool = True
 
     def spec(self) -> OutputSpec:
         if self.regex is not None and self.output is not None:
-            raise ValueError("gen() takes regex= or output=, not both")
+            raise ArgumentError("gen(regex=...)", self.regex, "None when output= is given (regex= or output=, not both)")
         return output_spec(Regex(self.regex) if self.regex is not None else self.output)
 
 
@@ -64,6 +75,7 @@ class Select(Piece):
     options: tuple[str, ...]
     name: str | None = None
     list_append: bool = False
+    close_on_budget: bool = True
 
     def spec(self) -> OutputSpec:
         return output_spec(list(self.options))
@@ -71,19 +83,42 @@ class Select(Piece):
 
 def gen(name: str | None = None, *, regex: str | None = None, stop: str | Sequence[str] | None = None,
         max_tokens: int = 128, output: Any = None, temperature: float | None = None,
-        list_append: bool = False) -> Gen:
+        list_append: bool = False, close_on_budget: bool = True) -> Gen:
     """A hole the model fills: free text (ending at ``stop``/EOS/``max_tokens``), a
-    ``regex``, or any ``output`` `generate` accepts (JSON Schema, Pydantic model…)."""
-    stops = (stop,) if isinstance(stop, str) else tuple(stop or ())
-    return Gen(name, regex, stops, max_tokens, output, temperature, list_append)
+    ``regex``, or any ``output`` `generate` accepts (JSON Schema, Pydantic model…).
+    A structured hole that ``max_tokens`` would cut is closed validly
+    (``close_on_budget=False``: it stays cut and captures None)."""
+    _check_name(name)
+    if regex is not None and not isinstance(regex, str):
+        raise ArgumentError("gen(regex=...)", regex, "None or a regex pattern string")
+    stops = tuple(check_stop(stop))
+    check_int("gen(max_tokens=...)", max_tokens, minimum=1)
+    if temperature is not None:
+        check_number("gen(temperature=...)", temperature, 0.0)
+    check_bool("gen(list_append=...)", list_append)
+    check_bool("gen(close_on_budget=...)", close_on_budget)
+    g = Gen(name, regex, stops, max_tokens, output, temperature, list_append, close_on_budget)
+    g.spec()  # a bad output= fails here, where the hole is written
+    return g
 
 
-def select(options: Sequence[str], name: str | None = None, *, list_append: bool = False) -> Select:
+def _check_name(name: object) -> None:
+    if name is not None and (not isinstance(name, str) or not name):
+        raise ArgumentError("name", name, "None or a non-empty string")
+
+
+def select(options: Sequence[str], name: str | None = None, *, list_append: bool = False,
+           close_on_budget: bool = True) -> Select:
     """A hole filled with exactly one of ``options``."""
+    if isinstance(options, str) or not isinstance(options, Sequence):
+        raise ArgumentError("select(options)", options, "a list of strings")
     opts = tuple(options)
-    if not opts:
-        raise ValueError("select() needs at least one option")
-    return Select(opts, name, list_append)
+    if not opts or not all(isinstance(o, str) for o in opts):
+        raise ArgumentError("select(options)", options, "a non-empty list of strings")
+    _check_name(name)
+    check_bool("select(list_append=...)", list_append)
+    check_bool("select(close_on_budget=...)", close_on_budget)
+    return Select(opts, name, list_append, close_on_budget)
 
 
 def _as_program(x: Any) -> Program:
@@ -93,7 +128,7 @@ def _as_program(x: Any) -> Program:
         return Program((Text(x),))
     if isinstance(x, Piece):
         return Program((x,))
-    raise TypeError(f"cannot add {type(x).__name__} to a program (expected str, gen(), select() or a program)")
+    raise ArgumentError("a program piece", x, "a str, gen(), select() or a program")
 
 
 @dataclass
@@ -128,9 +163,21 @@ class Program(Piece):
         return _as_program(other) + self
 
     def run(self, model: Any, *, temperature: float | None = None, seed: int | None = None,
-            healing: bool = True, fast_forward: bool = True) -> ProgramResult:
+            healing: bool = True, fast_forward: bool = True, limits: Limits | None = None) -> ProgramResult:
         """Fill the holes left to right. Argmax unless a temperature is given (then each
-        hole samples with seed ``seed + hole index``, reproducibly)."""
+        hole samples with seed ``seed + hole index``, reproducibly). ``limits`` runs the
+        whole program under those `tether.limits.Limits`."""
+        if temperature is not None:
+            check_number("temperature", temperature, 0.0)
+        check_seed(seed)
+        check_bool("healing", healing)
+        check_bool("fast_forward", fast_forward)
+        active = check_limits_arg(limits)
+        with limits_in_force(active) if active is not None else nullcontext():
+            return self._run(model, temperature, seed, healing, fast_forward)
+
+    def _run(self, model: Any, temperature: float | None, seed: int | None, healing: bool,
+             fast_forward: bool) -> ProgramResult:
         if isinstance(model, str) or model is None:
             from tether.models import load_model
 
@@ -144,25 +191,27 @@ class Program(Piece):
                 text += piece.text
                 continue
             if isinstance(piece, Program):  # nested program: inline it
-                sub = piece.run(model, temperature=temperature, seed=seed, healing=healing,
-                                fast_forward=fast_forward)
+                sub = piece._run(model, temperature, seed, healing, fast_forward)
                 text += sub.text
                 result.captures.update(sub.captures)
+                result.errors.update(sub.errors)
                 continue
             assert isinstance(piece, Gen | Select)
             spec = piece.spec()
             cc = compile_output(model, spec)
+            limits.check("max_prompt_chars", len(text), "the program text before a hole")
             pp = prepare_prompt(model, text, healing=healing, chat_template=None)
             temp = piece.temperature if isinstance(piece, Gen) and piece.temperature is not None else temperature
             dec = Sample(temperature=temp, seed=None if seed is None else seed + hole) if temp else Argmax()
             max_tokens = piece.max_tokens if isinstance(piece, Gen) else 64
             stop = list(piece.stop) if isinstance(piece, Gen) else []
             [d] = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal,
-                         max_tokens=max_tokens, stop=stop, fast_forward=fast_forward)
+                         max_tokens=max_tokens, stop=stop, fast_forward=fast_forward,
+                         close_on_budget=piece.close_on_budget)
             g = to_generation(model, d, spec, Costs(), pp.text)
             text += g.text
             if piece.name is not None:
-                value = g.value if g.value is not None else g.text
+                value = g.value  # None when the output is not complete (see errors)
                 if piece.list_append:
                     result.captures.setdefault(piece.name, []).append(value)
                 else:

@@ -6,6 +6,16 @@ with the model's own template, tokenize, plan token healing (plain-text prompts)
 vocabulary (cached by the engine), decode, and parse the value. Black-box models (HTTP
 APIs) take the remote path (`tether.program.remote`), where the server enforces what it
 can and tether validates the rest.
+
+Fail closed: every argument is checked first (`tether.program.arguments`: a bad type or
+value raises `ArgumentError`, a value past the active `Limits` raises `LimitError`), and
+no backend exception other than a `TetherError` leaves the call. ``limits=`` runs the
+whole call (model loading, compiling, decoding; a stream's chunks too) under those limits.
+
+Truthful results: ``Generation.valid`` is True only when the returned text is complete
+under its constraint. An output cut by a stop text or by the token budget (or by a full
+context window) that is not complete has ``valid=False``, ``value=None``, the
+``finish_reason`` ("stop" or "length") and the reason in ``error``.
 """
 
 from __future__ import annotations
@@ -15,13 +25,24 @@ import sys
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from tether.decoding import Argmax, Beam, BestOf, Decoded, Sample, decode, decode_iter, plan_healing
-from tether.decoding.decoders import Decoder
+from tether.decoding.decoders import (
+    DECODER_NAMES,
+    ArgumentError,
+    Decoder,
+    make_decoder,
+    parse_decoder_call,
+)
+from tether.decoding.logits import model_call
 from tether.decoding.tokenize import tokens_for_bytes
+from tether.limits import Limits
+from tether.limits import limits as limits_in_force
 from tether.models.base import Costs
+from tether.program.arguments import check_limits_arg, check_options, check_prompt
 from tether.program.chat import render_chat, tokenize_rendered
 from tether.program.outputs import OutputSpec, output_spec
 
@@ -64,26 +85,30 @@ def resolve_decoder(decoder: str | Decoder, *, n: int, temperature: float | None
                     top_p: float, min_p: float, seed: int | None) -> Decoder:
     """A decoder object from ``generate``'s arguments.
 
-    ``"argmax"`` with a positive ``temperature`` samples (what a temperature asks for).
+    ``decoder`` is a decoder value, a name (``"argmax"``, ``"sample"``, ``"beam"``,
+    ``"best_of"``) or a call with constant keywords (``"beam(n=3)"``,
+    ``"sample(temperature=0.7)"``), whose keywords win over ``generate``'s. ``"argmax"``
+    with a positive ``temperature`` samples (what a temperature asks for).
+    Raises ArgumentError for unknown names, unknown keywords and bad values.
     """
-    if not isinstance(decoder, str):
+    if isinstance(decoder, Argmax | Sample | Beam | BestOf):
         return decoder
-    sampler = Sample(temperature=1.0 if temperature is None else temperature, top_k=top_k,
-                     top_p=top_p, min_p=min_p, seed=seed, n=n)
-    if decoder == "argmax":
-        if temperature:
-            return sampler
-        if n != 1:
-            raise ValueError(f"argmax gives one output; got n={n} (use decoder='sample', 'beam' or 'best_of')")
-        return Argmax()
-    if decoder == "sample":
-        return sampler
-    if decoder == "beam":
-        return Beam(n=n)
-    if decoder in ("best_of", "best-of"):
-        return BestOf(n=n, sample=Sample(temperature=sampler.temperature, top_k=top_k, top_p=top_p,
-                                         min_p=min_p, seed=seed))
-    raise ValueError(f"unknown decoder {decoder!r}; expected 'argmax', 'sample', 'beam' or 'best_of'")
+    if not isinstance(decoder, str):
+        raise ArgumentError("decoder", decoder, "a decoder name, a call such as 'beam(n=3)', or a decoder value")
+    name, args = parse_decoder_call(decoder)
+    method = DECODER_NAMES.get(name)
+    if method is None:
+        raise ArgumentError("decoder", decoder, "one of 'argmax', 'sample', 'beam', 'best_of'")
+    temp = args.get("temperature", temperature)
+    if method == "argmax" and temp and "n" not in args:
+        method = "sample"  # a temperature asks for sampling
+    base: dict[str, object] = {"n": n}
+    if method in ("sample", "best_of"):
+        base.update(temperature=1.0 if temperature is None else temperature, top_k=top_k, top_p=top_p,
+                    min_p=min_p, seed=seed)
+    if method == "argmax" and n != 1 and "n" not in args:
+        raise ArgumentError("n", n, "1 for argmax (use decoder='sample', 'beam' or 'best_of')")
+    return make_decoder(method, {**base, **args})
 
 
 _TOKENIZERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -146,7 +171,7 @@ class PreparedPrompt:
 def prepare_prompt(model: Any, prompt: Any, *, healing: bool | int, chat_template: str | None) -> PreparedPrompt:
     """Render (chat), tokenize and plan healing for one prompt."""
     if isinstance(prompt, str):
-        tokens = list(model.tokenize(prompt, add_bos=True))
+        tokens = list(model_call(model, lambda: model.tokenize(prompt, add_bos=True)))
         heal = b""
         if healing:
             tokens, heal = plan_healing(model.vocabulary, tokens, int(healing))
@@ -155,17 +180,19 @@ def prepare_prompt(model: Any, prompt: Any, *, healing: bool | int, chat_templat
     return PreparedPrompt(text, tokenize_rendered(model, text), b"")
 
 
-def _is_chat(p: Any) -> bool:
-    return isinstance(p, Sequence) and not isinstance(p, str) and len(p) > 0 and all(isinstance(m, dict) for m in p)
-
-
 def to_generation(model: Any, d: Decoded, spec: OutputSpec, costs: Costs, prompt: str) -> Generation:
     text = d.text.decode("utf-8", "replace")
     value, error = None, d.error
     if d.finish_reason == "error":
         error = error or "decoding stopped: the constraint allowed no token"
     elif spec.grammar is not None and not d.complete:
-        error = f"output incomplete ({d.finish_reason}) under the {spec.kind} constraint"
+        if d.stop_text is not None:
+            cause = f"cut by the stop text {d.stop_text.decode('utf-8', 'replace')!r}"
+        elif d.finish_reason == "length":
+            cause = "cut by the token budget or the context window (finish_reason 'length')"
+        else:
+            cause = f"ended ({d.finish_reason}) before it was complete"
+        error = f"output incomplete under the {spec.kind} constraint: {cause}"
     else:
         try:
             value = spec.parse(text)
@@ -209,10 +236,11 @@ def generate(
     stop: str | Sequence[str] | None = None,
     healing: bool | int = True,
     fast_forward: bool = True,
-    close_on_budget: bool = False,
+    close_on_budget: bool = True,
     stream: bool = False,
     selective: bool = True,
     chat_template: str | None = None,
+    limits: Limits | None = None,
 ) -> Any:
     """Generate from ``model`` after ``prompt`` under ``output``.
 
@@ -228,43 +256,67 @@ def generate(
         stop: text(s) that end the output (not included).
         healing: token healing of a plain-text prompt's last token (int: up to that many).
         fast_forward: append forced tokens without sampling.
-        close_on_budget: when ``max_tokens`` would cut a structured output, close it validly.
+        close_on_budget: when ``max_tokens`` would cut a structured output, close it
+            validly with the constraint's shortest completion (on by default; free text
+            is never closed). ``False``: a cut output has ``valid=False``, value None.
         stream: return a `Stream` of text chunks (one prompt, one output).
         selective: let a backend with selective logits compute allowed rows only.
+        chat_template: a Jinja chat template for messages (default: the model's own).
+        limits: run the whole call under these `tether.limits.Limits` (default: the ones
+            in force).
 
     Returns:
         A `Generation`; a list of them for ``n > 1`` (sample/beam; best_of returns the
         best only; beam may return fewer than ``n`` when fewer outputs exist); a list of those per prompt for a batch; a `Stream` when streaming.
 
     Raises:
+        ArgumentError: an argument of the wrong type or out of range (names it).
+        LimitError: an argument or the work it asks for exceeds the `Limits` in force.
         ConstraintError, SchemaError, RegexError, GrammarError: ``output`` cannot be compiled.
-        ModelError: the model cannot be loaded, or has no chat template for messages.
+        ContextLengthError: the prompt alone does not fit the model's context window.
+        ModelError: the model cannot be loaded, has no chat template for messages, or failed.
         MissingDependencyError: says which extra to install.
     """
+    active = check_limits_arg(limits)
+    with limits_in_force(active) if active is not None else nullcontext():
+        return _generate(model, prompt, output, decoder=decoder, max_tokens=max_tokens, temperature=temperature,
+                         top_k=top_k, top_p=top_p, min_p=min_p, seed=seed, n=n, stop=stop, healing=healing,
+                         fast_forward=fast_forward, close_on_budget=close_on_budget, stream=stream,
+                         selective=selective, chat_template=chat_template, active=active)
+
+
+def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens: Any, temperature: Any,
+              top_k: Any, top_p: Any, min_p: Any, seed: Any, n: Any, stop: Any, healing: Any,
+              fast_forward: Any, close_on_budget: Any, stream: Any, selective: Any, chat_template: Any,
+              active: Limits | None) -> Any:
+    opts = check_options(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                         min_p=min_p, seed=seed, n=n, stop=stop, healing=healing, fast_forward=fast_forward,
+                         close_on_budget=close_on_budget, stream=stream, selective=selective,
+                         chat_template=chat_template)
+    batch, prompts = check_prompt(prompt)
+    dec = resolve_decoder(decoder, n=opts.n, temperature=temperature, top_k=top_k, top_p=top_p,
+                          min_p=min_p, seed=seed)
+    spec = output_spec(output)
     if isinstance(model, str) or model is None:
         from tether.models import load_model
 
         with _progress(f"loaded model {model or 'embedded'}"):
             model = load_model(model)
-    stops = [stop] if isinstance(stop, str) else list(stop or [])
-    dec = resolve_decoder(decoder, n=n, temperature=temperature, top_k=top_k, top_p=top_p,
-                          min_p=min_p, seed=seed)
+    stops = opts.stop
+    if opts.stream and (batch or isinstance(dec, Beam | BestOf) or dec.n != 1):
+        raise ArgumentError("stream", True, "False unless there is one prompt and one output (argmax, or sample with n=1)")
     if getattr(model, "black_box", False):
         from tether.program.remote import generate_remote
 
-        return generate_remote(model, prompt, output, decoder=dec, max_tokens=max_tokens, stop=stops,
-                               n=n, stream=stream)
-    spec = output_spec(output)
+        return generate_remote(model, prompt, output, decoder=dec, max_tokens=opts.max_tokens, stop=stops,
+                               n=opts.n, stream=opts.stream)
     cc = compile_output(model, spec)
-    batch = isinstance(prompt, list | tuple) and len(prompt) > 0 and not _is_chat(prompt)
-    prompts = list(prompt) if batch else [prompt]
-    options = dict(max_tokens=max_tokens, stop=stops, fast_forward=fast_forward,
-                   close_on_budget=close_on_budget, selective=selective)
-    if stream:
-        if batch or isinstance(dec, Beam | BestOf) or getattr(dec, "n", 1) != 1:
-            raise ValueError("stream=True needs one prompt and one output (argmax or sample with n=1)")
+    options = dict(max_tokens=opts.max_tokens, stop=stops, fast_forward=opts.fast_forward,
+                   close_on_budget=opts.close_on_budget, selective=opts.selective)
+    healing = opts.healing
+    if opts.stream:
         pp = prepare_prompt(model, prompts[0], healing=healing, chat_template=chat_template)
-        return _stream(model, pp, spec, cc, dec, options)
+        return _stream(model, pp, spec, cc, dec, options, active)
     results = []
     for p in prompts:
         pp = prepare_prompt(model, p, healing=healing, chat_template=chat_template)
@@ -277,7 +329,8 @@ def generate(
     return results if batch else results[0]
 
 
-def _stream(model: Any, pp: PreparedPrompt, spec: OutputSpec, cc: Any, dec: Decoder, options: dict[str, Any]) -> Stream:
+def _stream(model: Any, pp: PreparedPrompt, spec: OutputSpec, cc: Any, dec: Decoder, options: dict[str, Any],
+            active: Limits | None) -> Stream:
     def chunks() -> Iterator[str]:
         before = model.costs.snapshot()
         utf8 = codecs.getincrementaldecoder("utf-8")("replace")
@@ -288,8 +341,15 @@ def _stream(model: Any, pp: PreparedPrompt, spec: OutputSpec, cc: Any, dec: Deco
         from tether.decoding.stops import StopScanner
 
         scanner = StopScanner(stops)  # mirrors the decoder's, to know what is safe to show
-        for state in decode_iter(model, pp.tokens, cc.matcher() if cc is not None else None, dec,
-                                 heal=pp.heal, stop=stops, **opts):
+        with limits_in_force(active) if active is not None else nullcontext():
+            steps = decode_iter(model, pp.tokens, cc.matcher() if cc is not None else None, dec,
+                                heal=pp.heal, stop=stops, **opts)
+        while True:
+            # each step runs under the call's limits (the consumer iterates outside them)
+            with limits_in_force(active) if active is not None else nullcontext():
+                state = next(steps, None)
+            if state is None:
+                break
             last = state[0]
             scanner.text, scanner.hit = bytearray(last.text), last.stop_text
             safe = scanner.safe_length()  # a tail that may start a stop text waits

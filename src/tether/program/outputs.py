@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tether.errors import ConstraintError, MissingDependencyError, limited
+from tether import limits
+from tether.errors import ConstraintError, MissingDependencyError, TetherError, limited
 from tether.grammar import Grammar, Terminal
 from tether.regex import Regex
 
@@ -29,8 +30,20 @@ Kind = Literal["text", "regex", "choices", "json", "pydantic", "type", "grammar"
 
 
 def regex(pattern: str, *, flavor: Literal["python", "ecma"] = "python") -> Regex:
-    """Constrain the output to match ``pattern`` as a whole (full match)."""
-    return Regex(pattern, flavor)
+    """Constrain the output to match ``pattern`` as a whole (full match).
+
+    Raises ConstraintError when ``pattern`` is not a string or ``flavor`` is unknown
+    (the pattern itself is parsed when the output is compiled: RegexError)."""
+    return check_regex(Regex(pattern, flavor))
+
+
+def check_regex(r: Regex) -> Regex:
+    if not isinstance(r.pattern, str):
+        raise ConstraintError(f"a regex pattern must be a string; got {type(r.pattern).__name__} {limited(r.pattern)}")
+    if r.flavor not in ("python", "ecma"):
+        raise ConstraintError(f"regex flavor must be 'python' or 'ecma'; got {limited(r.flavor)}")
+    limits.check("max_text_chars", len(r.pattern), "regex pattern")
+    return r
 
 
 @dataclass
@@ -72,8 +85,20 @@ def choices_grammar(options: list[str]) -> Grammar:
     return g
 
 
-def json_grammar(schema: dict[str, Any] | bool) -> Grammar:
-    return Grammar.from_json_schema(schema)  # type: ignore[attr-defined,no-any-return]
+def schema_options(kind: Kind) -> dict[str, Any]:
+    """The JSON Schema compile options of generation-side outputs, by output kind.
+
+    This is the one place where ``generate``, Program holes and typed outputs choose how
+    a schema is compiled (`Grammar.from_json_schema` options); every schema output goes
+    through `json_grammar`, which applies them. Today no option is set: the front end's
+    defaults hold for ``"json"`` (a schema dict), ``"pydantic"`` and ``"type"`` outputs.
+    """
+    return {}
+
+
+def json_grammar(schema: dict[str, Any] | bool, kind: Kind = "json") -> Grammar:
+    """The grammar of a schema output, compiled with `schema_options` for ``kind``."""
+    return Grammar.from_json_schema(schema, **schema_options(kind))  # type: ignore[attr-defined,no-any-return]
 
 
 def _pydantic() -> Any:
@@ -110,15 +135,21 @@ def _typed_spec(output: Any) -> OutputSpec | None:
         from tether.grammar import pytypes
     except ImportError:
         pytypes = None  # type: ignore[assignment]
-    if pytypes is not None:
-        schema = pytypes.schema_of(output)
-        return OutputSpec(kind, json_grammar(schema), lambda s: pytypes.parse_value(output, s), schema=schema)
-    if kind == "pydantic":
-        schema = output.model_json_schema()
-        return OutputSpec(kind, json_grammar(schema), output.model_validate_json, schema=schema)
-    adapter = _pydantic().TypeAdapter(output)
-    schema = adapter.json_schema()
-    return OutputSpec(kind, json_grammar(schema), adapter.validate_json, schema=schema)
+    try:
+        if pytypes is not None:
+            schema = pytypes.schema_of(output)
+            parse: Callable[[str], Any] = lambda s: pytypes.parse_value(output, s)  # noqa: E731
+        elif kind == "pydantic":
+            schema, parse = output.model_json_schema(), output.model_validate_json
+        else:
+            adapter = _pydantic().TypeAdapter(output)
+            schema, parse = adapter.json_schema(), adapter.validate_json
+    except TetherError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- pydantic refusing the type
+        raise ConstraintError(f"cannot use the type {limited(output)} as output: {type(exc).__name__}: "
+                              f"{limited(str(exc), 300)}") from exc
+    return OutputSpec(kind, json_grammar(schema, kind), parse, schema=schema)
 
 
 def output_spec(output: Any) -> OutputSpec:
@@ -126,12 +157,14 @@ def output_spec(output: Any) -> OutputSpec:
     if output is None:
         return OutputSpec("text", None, lambda s: s)
     if isinstance(output, Regex):
+        check_regex(output)
         return OutputSpec("regex", regex_grammar(output.pattern, output.flavor), lambda s: s,
-                          pattern=output.pattern)
+                          pattern=output.pattern, extra={"flavor": output.flavor})
     if isinstance(output, Grammar):
         return OutputSpec("grammar", output, lambda s: s)
     if isinstance(output, list | tuple) and all(isinstance(o, str) for o in output):
         opts = list(output)
+        limits.check("max_alternatives", len(opts), "output (choices)")
         return OutputSpec("choices", choices_grammar(opts), lambda s: s, choices=opts)
     if isinstance(output, dict) or isinstance(output, bool):
         return OutputSpec("json", json_grammar(output), json.loads, schema=output if isinstance(output, dict) else None)

@@ -9,11 +9,10 @@ parsing plus the Pydantic/type check), choices by membership, regexes by a full 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
-from tether.decoding.decoders import Argmax, Beam, BestOf, Decoder, Sample
+from tether.decoding.decoders import Argmax, ArgumentError, Beam, BestOf, Decoder, Sample
 from tether.models.base import Costs
 from tether.program.generate import Generation
 from tether.program.outputs import OutputSpec, output_spec
@@ -32,6 +31,14 @@ def _sampling(dec: Decoder) -> dict[str, Any]:
     return out
 
 
+def _full_match(spec: OutputSpec, text: str) -> bool:
+    """``text`` is in the regex's language, as the constraint reads it (tether's own regex
+    layer: linear time, no backtracking on a hostile pattern)."""
+    from tether.regex import matches, parse
+
+    return matches(parse(spec.pattern or "", flavor=spec.extra.get("flavor", "python")), text)
+
+
 def _validate(spec: OutputSpec, text: str) -> tuple[Any, str | None]:
     try:
         value = spec.parse(text)
@@ -39,7 +46,7 @@ def _validate(spec: OutputSpec, text: str) -> tuple[Any, str | None]:
         return None, f"the server's output does not parse as {spec.kind}: {type(exc).__name__}: {exc}"
     if spec.kind == "choices" and text not in (spec.choices or []):
         return None, f"the server's output {text!r} is not one of the choices"
-    if spec.kind == "regex" and spec.pattern is not None and re.fullmatch(spec.pattern, text, re.DOTALL) is None:
+    if spec.kind == "regex" and spec.pattern is not None and not _full_match(spec, text):
         return None, f"the server's output {text[:80]!r} does not match the regex"
     if spec.kind == "json" and spec.schema is not None:
         try:
@@ -51,6 +58,8 @@ def _validate(spec: OutputSpec, text: str) -> tuple[Any, str | None]:
                 jsonschema.validate(value, spec.schema)
             except jsonschema.ValidationError as exc:
                 return None, f"the server's output breaks the schema: {exc.message}"
+            except Exception as exc:  # noqa: BLE001 -- the validator failing on this schema: not validated
+                return None, f"the server's output could not be validated: {type(exc).__name__}: {exc}"
     if spec.kind == "grammar" and spec.grammar is not None:
         try:
             from tether.parser import accepts  # type: ignore[attr-defined]
@@ -134,7 +143,8 @@ def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, m
                     stop: Sequence[str], n: int, stream: bool) -> Any:
     """The black-box path of `generate` (one prompt or a batch; ``n`` requests per prompt)."""
     if isinstance(decoder, Beam):
-        raise ValueError("beam search needs the model's logits; an HTTP model offers sampling only")
+        raise ArgumentError("decoder", "beam", "argmax, sample or best_of: beam search needs the model's logits, "
+                            "which an HTTP model does not offer")
     spec = output_spec(output)
     if stream:
         return _stream_remote(model, prompt, spec, decoder, max_tokens, stop)
@@ -187,7 +197,7 @@ def _stream_remote(model: Any, prompt: Any, spec: OutputSpec, decoder: Decoder, 
     from tether.program.generate import Stream
 
     if spec.kind == "choices" or isinstance(prompt, list | tuple) and not (prompt and all(isinstance(m, dict) for m in prompt)):
-        raise ValueError("stream=True on an HTTP model needs one prompt and an output that is not a list of choices")
+        raise ArgumentError("stream", True, "False for a batch or a list of choices on an HTTP model")
     chat = not isinstance(prompt, str)
     params = _sampling(decoder)
     params.update(max_tokens=max_tokens, stop=list(stop) or None)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from lang_rule_model import rule_model
 
-from tether.errors import QuerySyntaxError
+from tether.errors import ConstraintError, QuerySyntaxError
 from tether.lang import load_query, query, run_query
 
 
@@ -272,7 +272,7 @@ def test_where_clause_sees_module_functions_and_reports_typos() -> None:
     # a user function is var until the value is final (Table 1): it can only mask EOS
     bad = load_query('"Q:[A]" where short(A)', env={"short": short}).run(model=rule_model({"Q:": " abcdef"}), max_tokens=6)
     assert bad.holes[0].stopped in ("budget", "masked") and not bad.holes[0].satisfied
-    with pytest.raises(NameError, match="STOPS_AT"):
+    with pytest.raises(ConstraintError, match="STOPS_AT"):
         run_query('"Q:[A]" where STOPS_ATT(A, ".")', model=rule_model({}))
 
 
