@@ -47,6 +47,7 @@ def from_exception(exc: BaseException, param: str | None = None) -> HTTPError:
         code = "invalid_constraint"
         if isinstance(exc, LimitError):
             code = "limit_exceeded"
+            param = param or exc.place or None
         elif isinstance(exc, ContextLengthError):
             code = "context_length_exceeded"
         elif isinstance(exc, SchemaError):
