@@ -378,8 +378,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
 
     @app.exception_handler(RequestValidationError)
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errs = exc.errors()
-        first = errs[0] if errs else {"loc": (), "msg": "invalid request body", "type": ""}
+        errs = list(exc.errors())
+        first: dict[str, Any] = dict(errs[0]) if errs else {"loc": (), "msg": "invalid request body", "type": ""}
         if first.get("type") == "json_invalid":
             msg = f"the request body is not valid JSON: {first.get('ctx', {}).get('error', first['msg'])}"
             param = None
@@ -602,7 +602,7 @@ async def _chat_stream(state: State, rec: _Record, req: ChatCompletionRequest, c
         job.cancelled.set()
         if not finished:
             resp = _error_response(rec, exc, state.metrics, c.param)
-            yield f"data: {resp.body.decode()}\n\n"
+            yield f"data: {bytes(resp.body).decode()}\n\n"
             yield "data: [DONE]\n\n"
     finally:
         job.cancelled.set()
@@ -638,7 +638,7 @@ async def _completion_stream(state: State, rec: _Record, req: CompletionRequest,
         job.cancelled.set()
         if not finished:
             resp = _error_response(rec, exc, state.metrics, None)
-            yield f"data: {resp.body.decode()}\n\n"
+            yield f"data: {bytes(resp.body).decode()}\n\n"
             yield "data: [DONE]\n\n"
     finally:
         job.cancelled.set()
