@@ -119,3 +119,23 @@ def test_slots_and_cells_are_reserved(model) -> None:
     finally:
         b.close()
         model.reset()
+
+
+def test_samples_of_one_request_keep_their_slots(model) -> None:
+    from tether.decoding import Sample
+
+    cc = compile_output(model, output_spec(regex(r" [a-z]{1,6}( [a-z]{1,6}){0,6}\.")))
+    prompt = model.tokenize(PROMPTS[2], add_bos=True)
+    b = BatchedLlama(model)
+    try:
+        with b.open(3, 3 * (len(prompt) + 30)) as s:
+            out = decode(s, prompt, cc.matcher(), Sample(n=3, seed=5), max_tokens=30)
+            evaluated = s.costs.evaluated_tokens
+    finally:
+        b.close()
+        model.reset()
+    lengths = [len(d.tokens) for d in out]
+    assert all(d.complete for d in out), out
+    # every token is evaluated once: the prompt in each slot, then each new token (a
+    # sequence that moved to another slot would re-evaluate its whole text)
+    assert evaluated <= 3 * len(prompt) + sum(lengths), (evaluated, lengths)

@@ -79,6 +79,7 @@ class Session:
         self.name = owner.model.name
         self.n_ctx = owner.model.n_ctx
         self.closed = False
+        self._held: dict[int, list[int]] = {k: [] for k in slots}  # what each slot was last sent
 
     @property
     def vocabulary(self) -> Vocabulary:
@@ -100,13 +101,24 @@ class Session:
 
     def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]:
         """Logits after ``tokens`` (a new array), evaluated in the next shared batch."""
-        return self._owner._call(self, [(self.slots[0], [int(t) for t in tokens])])[0]
+        return self.logits_batch([tokens])[0]
 
     def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]:
-        """Logits after each of ``seqs`` (at most one per slot of this session)."""
+        """Logits after each of ``seqs`` (at most one per slot of this session).
+
+        Each sequence goes to the slot of this session holding its longest prefix (the
+        sequences of a request finish at different steps, so their order shifts)."""
         if len(seqs) > len(self.slots):
             raise ValueError(f"this session holds {len(self.slots)} sequence slots; got {len(seqs)} sequences")
-        return self._owner._call(self, [(self.slots[i], [int(t) for t in s]) for i, s in enumerate(seqs)])
+        toks = [[int(t) for t in s] for s in seqs]
+        free = list(self.slots)
+        entries = []
+        for t in toks:
+            k = max(free, key=lambda k: (_common_prefix(self._held[k], t), -free.index(k)))
+            free.remove(k)
+            self._held[k] = t
+            entries.append((k, t))
+        return self._owner._call(self, entries)
 
     def close(self) -> None:
         if not self.closed:
@@ -118,6 +130,14 @@ class Session:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    k = 0
+    while k < n and a[k] == b[k]:
+        k += 1
+    return k
 
 
 class BatchedLlama:
@@ -264,12 +284,8 @@ class BatchedLlama:
         try:
             for c in calls:
                 for slot, toks in c.entries:
-                    cached = m._slots[slot]
-                    n = min(len(cached), len(toks) - 1)
-                    k = 0
-                    while k < n and cached[k] == toks[k]:
-                        k += 1
-                    plan.append((slot, toks, m._trim(slot, k)))
+                    keep = min(_common_prefix(m._slots[slot], toks), len(toks) - 1)
+                    plan.append((slot, toks, m._trim(slot, keep)))
             rows = m._decode(plan)
             m._last_logits = None
             out = []
