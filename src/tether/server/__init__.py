@@ -47,6 +47,12 @@ def serve(config: ServerConfig) -> int:
     logger.setLevel(logging.INFO)
     logger.propagate = False
     app = create_app(config)
-    uvicorn.run(app, host=config.host, port=config.port, access_log=False, log_level="warning",
-                timeout_graceful_shutdown=5)
-    return 0
+    server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
+                                           log_level="warning", timeout_graceful_shutdown=5))
+
+    def stop() -> None:
+        server.should_exit = True
+
+    app.state.on_fatal = stop  # a model that cannot load ends the server
+    server.run()
+    return 1 if app.state.load_error else 0

@@ -141,6 +141,7 @@ class State:
         self.admission = Admission(config.parallel, config.queue_size, self.metrics)
         self.runner: Runner | None = None
         self.load_error: str | None = None
+        self.on_fatal: Callable[[], None] | None = None  # set by serve(): stop the server
         self.names: set[str] = set(config.served_names)
         self.model_id = config.served_names[0] if config.served_names else ""
 
@@ -340,7 +341,7 @@ def _sse(obj: Any) -> str:
 # -- the app --------------------------------------------------------------------------------------
 
 
-def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str | None = None) -> FastAPI:
+def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str | None = None) -> Guard:
     """The ASGI app. With ``runner`` it serves at once; else it loads ``config.model`` on startup."""
     state = State(config)
 
@@ -363,9 +364,11 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
                     r, name = await asyncio.to_thread(load_runner, config)
                     install(r, name)
                     log.info(json.dumps({"event": "ready", "model": name}))
-                except Exception as exc:  # noqa: BLE001 -- reported by /health and each request
+                except Exception as exc:  # noqa: BLE001 -- logged; the server stops
                     state.load_error = f"{type(exc).__name__}: {exc}"
                     log.error("the model failed to load: %s", state.load_error)
+                    if state.on_fatal is not None:
+                        state.on_fatal()  # serve() stops the server and returns 1
             task = asyncio.create_task(load())
         yield
         if task is not None:
@@ -442,6 +445,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
         jid = "chatcmpl-" + uuid.uuid4().hex
         rec = _Record(jid, "chat", stream=req.stream)
         until = time.monotonic() + config.request_timeout
+        param: str | None = None  # the constraint's field, once known
         try:
             runner = state.ready()
             rec.model = state.check_model(req.model)
@@ -452,7 +456,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
                                    "chosen token only (logprobs=true, top_logprobs=0)", "top_logprobs")
             with limits(config.limits):
                 c = chat_constraint(req)
-            rec.constraint = c.kind
+            rec.constraint, param = c.kind, c.param
             msgs = chat_messages(req.messages, tools_text=tools_message(req, c) if c.is_tools else "")
 
             async def setup() -> tuple[Job, Any, Any]:
@@ -467,7 +471,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             (job, q, fut), release = await admitted(rec, until, setup)
             fut.add_done_callback(lambda _f: release())
         except Exception as exc:  # noqa: BLE001 -- every error becomes an OpenAI error body
-            return _error_response(rec, exc, state.metrics, getattr(locals().get("c"), "param", None))
+            return _error_response(rec, exc, state.metrics, param)
         created = int(time.time())
         if req.stream:
             return StreamingResponse(_chat_stream(state, rec, req, c, job, q, fut, created),
@@ -494,6 +498,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
         jid = "cmpl-" + uuid.uuid4().hex
         rec = _Record(jid, "completions", stream=req.stream)
         until = time.monotonic() + config.request_timeout
+        param: str | None = None
         try:
             runner = state.ready()
             rec.model = state.check_model(req.model)
@@ -512,7 +517,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
                 raise RequestError("give one prompt per request (a string or a list of one string)", "prompt")
             with limits(config.limits):
                 c = request_constraint(req)
-            rec.constraint = c.kind
+            rec.constraint, param = c.kind, c.param
 
             async def setup() -> tuple[Job, Any, Any]:
                 compiled, rec.cached = await _compile(runner, c, config.limits.compile_seconds)
@@ -526,7 +531,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             (job, q, fut), release = await admitted(rec, until, setup)
             fut.add_done_callback(lambda _f: release())
         except Exception as exc:  # noqa: BLE001
-            return _error_response(rec, exc, state.metrics, getattr(locals().get("c"), "param", None))
+            return _error_response(rec, exc, state.metrics, param)
         created = int(time.time())
         if req.stream:
             return StreamingResponse(_completion_stream(state, rec, req, job, q, fut, created),
@@ -545,7 +550,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
         return JSONResponse({"id": jid, "object": "text_completion", "created": created, "model": rec.model,
                              "choices": choices, "usage": _usage(res.prompt_tokens, res.completion_tokens)})
 
-    return Guard(app, api_key=config.api_key, max_body=config.max_body_bytes)  # type: ignore[return-value]
+    return Guard(app, api_key=config.api_key, max_body=config.max_body_bytes)
 
 
 async def _stream_events(q: asyncio.Queue[Any]) -> AsyncIterator[Delta]:
@@ -652,11 +657,11 @@ class Guard:
     with 413 before the app reads it (by its Content-Length, or while it arrives).
     """
 
-    def __init__(self, app: Any, *, api_key: str | None, max_body: int) -> None:
+    def __init__(self, app: FastAPI, *, api_key: str | None, max_body: int) -> None:
         self.app = app
         self.api_key = api_key.encode() if api_key else None
         self.max_body = max_body
-        self.state = app.state.tether
+        self.state: State = app.state.tether
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -664,8 +669,8 @@ class Guard:
             return
         headers = dict(scope.get("headers") or [])
         if self.api_key is not None and scope.get("path") != "/health":
-            auth = headers.get(b"authorization", b"")
-            if not hmac.compare_digest(auth, b"Bearer " + self.api_key):
+            scheme, _, token = headers.get(b"authorization", b"").partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self.api_key):
                 await self._reply(send, HTTPError(401, "missing or wrong API key (Authorization: Bearer <key>)",
                                                   code="invalid_api_key"),
                                   [(b"www-authenticate", b"Bearer")])
