@@ -395,7 +395,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        code = {400: "invalid_request_body", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code,
+                                                                                            "http_error")
         return JSONResponse(HTTPError(exc.status_code, str(exc.detail), code=code).body(), status_code=exc.status_code)
 
     @app.exception_handler(HTTPError)

@@ -32,12 +32,12 @@ from typing import Any
 
 from tether.decoding import Sample, decode_iter
 from tether.decoding.stops import StopScanner
-from tether.errors import ContextLengthError, LimitError
+from tether.errors import ContextLengthError, LimitError, TetherError
 from tether.limits import Limits, deadline, limits
 from tether.program import output_spec
 from tether.program.generate import compile_output, prepare_prompt, to_generation
 from tether.program.outputs import OutputSpec
-from tether.server.constraints import Constraint
+from tether.server.constraints import Constraint, RequestError
 
 
 class Cancelled(Exception):
@@ -365,7 +365,13 @@ class Runner:
             chars = len(prompt) if isinstance(prompt, str) else sum(len(m["content"]) for m in prompt)
             if chars > self.limits.max_prompt_chars:
                 raise LimitError("max_prompt_chars", chars, self.limits.max_prompt_chars, "the prompt")
-            pp = prepare_prompt(self.model, prompt, healing=isinstance(prompt, str), chat_template=None)
+            try:
+                pp = prepare_prompt(self.model, prompt, healing=isinstance(prompt, str), chat_template=None)
+            except TetherError:
+                raise
+            except ValueError as exc:  # the prompt's text cannot be tokenized by this model
+                raise RequestError(f"the prompt cannot be tokenized: {exc}",
+                                   "prompt" if isinstance(prompt, str) else "messages") from None
             if len(pp.text) > self.limits.max_prompt_chars:
                 raise LimitError("max_prompt_chars", len(pp.text), self.limits.max_prompt_chars,
                                  "the rendered prompt")

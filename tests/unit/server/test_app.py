@@ -117,3 +117,34 @@ def test_admission_queue() -> None:
         assert (m.in_flight, a.free) == (0, 1)
 
     asyncio.run(go())
+
+
+# -- hostile bodies: every answer is a response in the OpenAI shape, never a 500 ----------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False),
+                     st.text(max_size=20))
+_values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                         st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+                       max_leaves=8)
+_fields = st.sampled_from(["prompt", "messages", "max_tokens", "temperature", "top_p", "n", "stop", "seed",
+                           "stream", "logprobs", "response_format", "structured_outputs", "guided_json",
+                           "guided_regex", "guided_choice", "guided_grammar", "json_schema", "grammar", "tools",
+                           "tool_choice", "model", "echo", "stream_options", "top_k"])
+_bodies = st.dictionaries(_fields, _values, max_size=5)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=_bodies, route=st.sampled_from(["/v1/completions", "/v1/chat/completions"]))
+def test_random_bodies_never_fail_open(client, body, route) -> None:
+    body.setdefault("max_tokens", 2)
+    if isinstance(body["max_tokens"], int) and not isinstance(body["max_tokens"], bool):
+        body["max_tokens"] = max(-1, min(body["max_tokens"], 3))
+    r = client.post(route, json=body)
+    assert r.status_code in (200, 400, 404), (r.status_code, r.text)
+    if r.status_code != 200:
+        assert set(r.json()["error"]) == {"message", "type", "param", "code"}
+    elif body.get("stream") is True:
+        assert r.text.rstrip().endswith("data: [DONE]")
