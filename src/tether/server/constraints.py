@@ -69,6 +69,11 @@ class Constraint:
     key: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.source, dict | list):  # before anything recurses into it
+            maximum = current().max_json_depth
+            where = json_depth_pointer(self.source, maximum)
+            if where is not None:
+                raise LimitError("max_json_depth", maximum + 1, maximum, f"{self.param} {where}")
         text = json.dumps([self.kind, self.source], sort_keys=True, ensure_ascii=False, default=str)
         object.__setattr__(self, "key", text)
 
@@ -114,11 +119,28 @@ def _schema(value: Any, param: str) -> dict[str, Any] | bool:
     return value
 
 
+def json_depth_pointer(value: Any, maximum: int) -> str | None:
+    """The JSON pointer of a place nested deeper than ``maximum`` in ``value``, or None
+    (iterative: a hostile document cannot exhaust the stack)."""
+    stack: list[tuple[Any, int, str]] = [(value, 0, "#")]
+    while stack:
+        v, depth, ptr = stack.pop()
+        if depth > maximum:
+            return ptr
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1, f"{ptr}/{str(k).replace('~', '~0').replace('/', '~1')}")
+                         for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1, f"{ptr}/{i}") for i, x in enumerate(v))
+    return None
+
+
 def _check_size(c: Constraint) -> Constraint:
+    """The constraint's text within ``max_text_chars`` (its depth is checked on creation)."""
+    lim = current()
     n = len(c.key)
-    lim = current().max_text_chars
-    if n > lim:
-        raise LimitError("max_text_chars", n, lim, c.param)
+    if n > lim.max_text_chars:
+        raise LimitError("max_text_chars", n, lim.max_text_chars, c.param)
     return c
 
 

@@ -185,3 +185,24 @@ def test_protocol_bounds(body) -> None:
 
     with pytest.raises(ValidationError):
         ChatCompletionRequest.model_validate(body)
+
+
+@pytest.mark.parametrize("field", ["guided_json", "json_schema"])
+def test_json_depth_limit_names_the_pointer(field) -> None:
+    schema: dict = {}
+    for _ in range(40):
+        schema = {"type": "array", "items": schema}
+    with limits(max_json_depth=30), pytest.raises(LimitError) as e:
+        request_constraint(chat(**{field: schema}))
+    assert e.value.limit == "max_json_depth" and e.value.place.startswith(f"{field} #/items/items")
+    with limits(max_json_depth=100):
+        assert request_constraint(chat(**{field: schema})).kind == "json_schema"
+
+
+def test_json_depth_limit_on_tool_parameters() -> None:
+    params: dict = {"type": "object"}
+    for _ in range(40):
+        params = {"type": "object", "properties": {"x": params}}
+    tool = {"type": "function", "function": {"name": "deep", "parameters": params}}
+    with limits(max_json_depth=30), pytest.raises(LimitError):
+        chat_constraint(chat(tools=[tool], tool_choice="required"))
