@@ -73,7 +73,9 @@ def start(kind: str, parallel: int, log: Path) -> tuple[subprocess.Popen[bytes],
 
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()), "--host",
                "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--n_threads", str(default_threads()),
-               "--model_alias", "gemma3-270m"]
+               "--model_alias", "gemma3-270m",
+               # by default a new request interrupts the running one: queue them instead
+               "--interrupt_requests", "False"]
         health, model = "/v1/models", "gemma3-270m"
     with open(log, "wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
