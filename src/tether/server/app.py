@@ -20,6 +20,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -233,9 +234,9 @@ def _start(runner: Runner, job: Job) -> tuple[asyncio.Queue[Any], asyncio.Future
     return q, fut
 
 
-async def _in_pool(runner: Runner, fn: Callable[..., Any], *args: Any, timeout: float, **kw: Any) -> Any:
+async def _in_pool(pool: Executor, fn: Callable[..., Any], *args: Any, timeout: float, **kw: Any) -> Any:
     loop = asyncio.get_running_loop()
-    fut = loop.run_in_executor(runner.tools, lambda: fn(*args, **kw))
+    fut = loop.run_in_executor(pool, lambda: fn(*args, **kw))
     return await asyncio.wait_for(fut, timeout)
 
 
@@ -244,8 +245,11 @@ async def _compile(runner: Runner, c: Constraint, seconds: float) -> tuple[Any, 
 
     The engine checks the same deadline itself; this bound also holds where it does not
     (the thread then finishes its work in the background and its result is cached)."""
+    hit = runner.cache.peek(c, runner.model)  # a cached constraint never waits for the compile pool
+    if hit is not None:
+        return hit, True
     try:
-        return await _in_pool(runner, runner.compile, c, timeout=seconds + 1.0)  # type: ignore[no-any-return]
+        return await _in_pool(runner.tools, runner.compile, c, timeout=seconds + 1.0)  # type: ignore[no-any-return]
     except TimeoutError:
         raise LimitError("compile_seconds", f"more than {seconds:g} s", seconds, c.param) from None
 
@@ -462,7 +466,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
 
             async def setup() -> tuple[Job, Any, Any]:
                 compiled, rec.cached = await _compile(runner, c, config.limits.compile_seconds)
-                pp, mt = await _in_pool(runner, runner.prepare, msgs, n=n, max_tokens=max_tokens,
+                pp, mt = await _in_pool(runner.workers, runner.prepare, msgs, n=n, max_tokens=max_tokens,
                                         timeout=max(1.0, until - time.monotonic()))
                 rec.prompt_tokens = len(pp.tokens)
                 job = _job(jid, req, runner, pp, compiled, mt, n, stops, req.logprobs, until)
@@ -522,7 +526,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
 
             async def setup() -> tuple[Job, Any, Any]:
                 compiled, rec.cached = await _compile(runner, c, config.limits.compile_seconds)
-                pp, mt = await _in_pool(runner, runner.prepare, prompt, n=n, max_tokens=max_tokens,
+                pp, mt = await _in_pool(runner.workers, runner.prepare, prompt, n=n, max_tokens=max_tokens,
                                         timeout=max(1.0, until - time.monotonic()))
                 rec.prompt_tokens = len(pp.tokens)
                 job = _job(jid, req, runner, pp, compiled, mt, n, stops, req.logprobs is not None, until)

@@ -76,6 +76,16 @@ class CompileCache:
     def __len__(self) -> int:
         return len(self._done)
 
+    def peek(self, c: Constraint, model: Any) -> Compiled | None:
+        """The compiled constraint if it is cached (a hit), else None; never compiles."""
+        key = (c.key, model.vocabulary.fingerprint)
+        with self._lock:
+            hit = self._done.get(key)
+            if hit is not None:
+                self._done.move_to_end(key)
+                self.hits += 1
+            return hit
+
     def get(self, c: Constraint, model: Any, lim: Limits) -> tuple[Compiled, bool]:
         """The compiled constraint and whether it came from the cache."""
         key = (c.key, model.vocabulary.fingerprint)
