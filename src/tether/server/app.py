@@ -29,7 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from tether.errors import LimitError
+from tether.errors import LimitError, ModelError
 from tether.limits import Limits, limits
 from tether.server.constraints import (
     Constraint,
@@ -172,6 +172,9 @@ def load_runner(config: ServerConfig) -> tuple[Runner, str]:
         options.setdefault("n_ctx", config.n_ctx)
         options.setdefault("n_seq", max(1, min(64, config.parallel * 2, config.limits.max_n * config.parallel)))
     model = load_model(spec or None, **options)
+    if getattr(model, "black_box", False):
+        raise ModelError(f"{spec}: tether serve needs a model whose logits it steers (llama.cpp, transformers), "
+                         "not a remote API")
     _ = model.vocabulary.fingerprint  # build the vocabulary now, not in the first request
     from tether.models.llama_cpp import LlamaCppModel
 
