@@ -1,7 +1,7 @@
 """`tether serve` under pressure: API key, a full queue, request time limits.
 
-One server for this module with one request in flight, a queue of one and a 4 s
-request limit, its API key given through ``TETHER_API_KEY``."""
+One server for this module with one request in flight, a queue of one, a 4 s request
+limit and 1 s of compile time, its API key given through ``TETHER_API_KEY``."""
 
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ def base(tmp_path_factory):
                TETHER_API_KEY=KEY)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "tether", "serve", "--port", str(port), "--parallel", "1",
-                                 "--queue-size", "1", "--request-timeout", "4"],
+                                 "--queue-size", "1", "--request-timeout", "4",
+                                 "--limit", "compile_seconds=1"],
                                 stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -139,3 +140,15 @@ def test_full_queue_is_503_and_nothing_is_lost(base) -> None:
     assert set(statuses) <= {408, 503}, statuses  # the admitted ones ran into the 4 s limit
     status, body = post(base, "/v1/chat/completions", {"messages": USER, "max_tokens": 2})
     assert status == 200 and body["choices"][0]["message"]["content"] is not None
+
+
+def test_compile_time_limit_is_a_fast_400(base) -> None:
+    # 3000 alternatives: about 4 s to compile on the development machine
+    grammar = "root ::= " + " | ".join(f'"w{i}" [0-9]{{1,5}}' for i in range(3000))
+    t0 = time.time()
+    status, body = post(base, "/v1/completions", {"prompt": "x", "max_tokens": 2, "grammar": grammar})
+    assert status == 400 and body["error"]["code"] == "limit_exceeded", body
+    assert "compile_seconds" in body["error"]["message"] and body["error"]["param"] == "grammar"
+    assert time.time() - t0 < 3.5
+    status, _ = post(base, "/v1/completions", {"prompt": "x", "max_tokens": 2, "guided_regex": "[0-9]"})
+    assert status == 200  # the server goes on (the first compile may still finish in the background)

@@ -49,6 +49,7 @@ from tether.server.protocol import (
     CompletionRequest,
 )
 from tether.server.runner import (
+    Backend,
     Cancelled,
     Delta,
     Job,
@@ -162,7 +163,6 @@ class State:
 def load_runner(config: ServerConfig) -> tuple[Runner, str]:
     """Load the model named by ``config.model`` and build its runner."""
     from tether.models import load_model
-    from tether.server.runner import BatchBackend, SerialBackend
 
     spec = config.model
     options = dict(config.load_options)
@@ -175,11 +175,29 @@ def load_runner(config: ServerConfig) -> tuple[Runner, str]:
     if getattr(model, "black_box", False):
         raise ModelError(f"{spec}: tether serve needs a model whose logits it steers (llama.cpp, transformers), "
                          "not a remote API")
-    _ = model.vocabulary.fingerprint  # build the vocabulary now, not in the first request
-    from tether.models.llama_cpp import LlamaCppModel
+    runner = Runner(model, backend_for(model, config), config.limits, threads=config.parallel + 1)
+    warm_up(runner)
+    return runner, str(model.name)
 
-    backend = BatchBackend(model) if config.batch and isinstance(model, LlamaCppModel) else SerialBackend(model)
-    return Runner(model, backend, config.limits, threads=config.parallel + 1), str(model.name)
+
+def backend_for(model: Any, config: ServerConfig) -> Backend:
+    from tether.models.llama_cpp import LlamaCppModel
+    from tether.server.runner import BatchBackend, SerialBackend
+
+    return BatchBackend(model) if config.batch and isinstance(model, LlamaCppModel) else SerialBackend(model)
+
+
+def warm_up(runner: Runner) -> None:
+    """Build what every constraint shares before the first request: the vocabulary's token
+    index and the engine's compiled kernels (seconds, once per process). Otherwise the first
+    request pays for them, inside its ``compile_seconds``."""
+    from tether.limits import DEFAULT
+
+    c = Constraint("json_object", "warm-up", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+    compiled, _ = runner.cache.get(c, runner.model, DEFAULT)
+    pp, _ = runner.prepare("warm-up", n=1, max_tokens=2)
+    run_job(runner.backend, Job("warm-up", pp, compiled, 2, temperature=0.0), lambda _d: None)
+    runner.cache.misses = runner.cache.hits = 0
 
 
 # -- helpers ---------------------------------------------------------------------------------
