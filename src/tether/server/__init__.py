@@ -47,8 +47,11 @@ def serve(config: ServerConfig) -> int:
     logger.setLevel(logging.INFO)
     logger.propagate = False
     app = create_app(config)
+    # connections beyond the requests that may run or wait (plus room for /health and
+    # /metrics) get uvicorn's 503 before their bodies are read: memory stays bounded
     server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, access_log=False,
-                                           log_level="warning", timeout_graceful_shutdown=5))
+                                           log_level="warning", timeout_graceful_shutdown=5,
+                                           limit_concurrency=config.parallel + config.queue_size + 32))
 
     def stop() -> None:
         server.should_exit = True
