@@ -211,6 +211,11 @@ class BatchedLlama:
             self._closed = True
             self._cv.notify_all()
         self._thread.join(timeout=5)
+        with self._cv:  # calls the thread will not serve: their callers must not wait forever
+            pending, self._pending = self._pending, []
+        for c in pending:
+            c.error = ModelError("the batched model is closed")
+            c.done.set()
 
     # -- internals -------------------------------------------------------------------
 
