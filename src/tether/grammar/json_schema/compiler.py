@@ -23,18 +23,20 @@ import json
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
 from urllib.parse import unquote, urldefrag, urljoin
 
-from tether.errors import SchemaError, UnsupportedSchemaError, limited
+from tether.errors import LimitError, SchemaError, UnsupportedSchemaError, limited
 from tether.grammar import formats as fmt
 from tether.grammar.ir import NT, Grammar, Rule, T, Terminal
 from tether.grammar.json_schema import numbers as num
 from tether.grammar.json_schema import strings as st
+from tether.grammar.json_schema.check import check_document
 from tether.grammar.json_schema.layout import Layout, Spec, Whitespace, dumps_str
+from tether.limits import Limits, check_deadline, current, deadline
 
 PropertyOrder = Literal["schema", "any"]
 Draft = Literal["draft4", "draft6", "draft7", "2019-09", "2020-12"]
@@ -136,7 +138,9 @@ class _Compiler:
         max_depth: int,
         max_expansion: int,
         resolve_remote: Callable[[str], Any] | None,
+        limits: Limits | None = None,
     ) -> None:
+        self.limits = limits or current()
         self.root = schema
         self.layout = layout
         self.order = property_order
@@ -159,10 +163,13 @@ class _Compiler:
         self._root_validator: Any = None
         self._synth: dict[Any, dict] = {}
         self._one_of_warned: set[str] = set()
-        self._member_validators: dict[int, Any] = {}
+        self._member_validators: dict[tuple[int, bool], Any] = {}
         self._n = 0
         self._shapes: dict[tuple[str | None, str], int] = {}
         self._shape_of_id: dict[int, int] = {}
+        self.checked: set[int] = set()  # ids of schema objects whose shape was checked
+        self.path: list[str] = []  # pointers of the nodes being compiled, outermost first
+        check_document(schema, self.limits, "#", self.checked)
         self._index_document(schema, DEFAULT_BASE, "#")
 
     # ------------------------------------------------------------------ bookkeeping
@@ -203,10 +210,13 @@ class _Compiler:
             self._too_many_rules()
 
     def _too_many_rules(self) -> None:
-        raise SchemaError(
-            f"schema expands to more than {self.max_rules} grammar rules "
-            "(raise max_rules, or simplify the schema)"
-        )
+        raise LimitError("max_rules", len(self.g.rules), self.max_rules, self.path[-1] if self.path else "#",
+                         detail="the schema expands to more grammar rules; raise max_rules, or simplify it")
+
+    def _repeat(self, value: int, pointer: str) -> None:
+        """LimitError unless a bound the grammar expands (``maxLength`` ...) fits ``max_repeat``."""
+        if value > self.max_repeat:
+            raise LimitError("max_repeat", value, self.max_repeat, pointer)
 
     def term(self, spec: Spec, hint: str = "t") -> T:
         kind, value = spec
@@ -230,40 +240,47 @@ class _Compiler:
         self._index(doc, base, pointer)
 
     def _index(self, s: Any, base: str, pointer: str) -> None:
-        if isinstance(s, list):
-            for i, x in enumerate(s):
-                self._index(x, base, _ptr(pointer, i))
-            return
-        if not isinstance(s, dict):
-            return
-        ident = s.get("$id") if "$id" in s else (s.get("id") if self.draft == "draft4" else None)
-        if isinstance(ident, str) and not (self.draft in ("draft4", "draft6", "draft7") and "$ref" in s):
-            if ident.startswith("#") and self.draft in ("draft4", "draft6", "draft7"):
-                self.index[_join(base, ident)] = s  # plain-name fragment (old drafts)
-            else:
-                base = _join(base, ident)
-                self.index[urldefrag(base)[0]] = s
-                self.docs.setdefault(urldefrag(base)[0], s)
-        for kw in ("$anchor", "$dynamicAnchor"):
-            anchor = s.get(kw)
-            if isinstance(anchor, str):
-                self.index.setdefault(urldefrag(base)[0] + "#" + anchor, s)
-        self.base_of[id(s)] = base
-        self.ptr_of[id(s)] = pointer
-        for k, v in s.items():
-            if k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
-                if isinstance(v, dict):
+        """Record ``$id``/``$anchor`` targets, base URIs and pointers below ``s``
+        (pre-order, iterative: any depth; a Python object met twice is indexed once)."""
+        stack: list[tuple[Any, str, str]] = [(s, base, pointer)]
+        visited: set[int] = set()
+        while stack:
+            s, base, pointer = stack.pop()
+            if isinstance(s, list):
+                stack.extend((s[i], base, _ptr(pointer, i)) for i in range(len(s) - 1, -1, -1))
+                continue
+            if not isinstance(s, dict) or id(s) in visited:
+                continue
+            visited.add(id(s))
+            ident = s.get("$id") if "$id" in s else (s.get("id") if self.draft == "draft4" else None)
+            if isinstance(ident, str) and not (self.draft in ("draft4", "draft6", "draft7") and "$ref" in s):
+                if ident.startswith("#") and self.draft in ("draft4", "draft6", "draft7"):
+                    self.index[_join(base, ident)] = s  # plain-name fragment (old drafts)
+                else:
+                    base = _join(base, ident)
+                    self.index[urldefrag(base)[0]] = s
+                    self.docs.setdefault(urldefrag(base)[0], s)
+            for kw in ("$anchor", "$dynamicAnchor"):
+                anchor = s.get(kw)
+                if isinstance(anchor, str):
+                    self.index.setdefault(urldefrag(base)[0] + "#" + anchor, s)
+            self.base_of[id(s)] = base
+            self.ptr_of[id(s)] = pointer
+            children: list[tuple[Any, str, str]] = []
+            for k, v in s.items():
+                if k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
+                    if isinstance(v, dict):
+                        for name, sub in v.items():
+                            children.append((sub, base, _ptr(pointer, k, name)))
+                elif k in ("items", "prefixItems", "allOf", "anyOf", "oneOf", "additionalProperties",
+                           "additionalItems", "propertyNames", "contains", "not", "if", "then", "else",
+                           "unevaluatedProperties", "unevaluatedItems"):
+                    children.append((v, base, _ptr(pointer, k)))
+                elif k == "dependencies" and isinstance(v, dict):
                     for name, sub in v.items():
-                        self._index(sub, base, _ptr(pointer, k, name))
-            elif k in ("items", "prefixItems", "allOf", "anyOf", "oneOf"):
-                self._index(v, base, _ptr(pointer, k))
-            elif k in ("additionalProperties", "additionalItems", "propertyNames", "contains",
-                       "not", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems"):
-                self._index(v, base, _ptr(pointer, k))
-            elif k == "dependencies" and isinstance(v, dict):
-                for name, sub in v.items():
-                    if isinstance(sub, dict):
-                        self._index(sub, base, _ptr(pointer, k, name))
+                        if isinstance(sub, dict):
+                            children.append((sub, base, _ptr(pointer, k, name)))
+            stack.extend(reversed(children))
 
     def resolve(self, ref: Any, holder: dict, pointer: str) -> Member:
         if not isinstance(ref, str):
@@ -288,6 +305,7 @@ class _Compiler:
                     "$ref", pointer, f"reference {limited(ref)} is not inside this document"
                 )
             self._keep.append(doc)
+            check_document(doc, self.limits, uri + "#", self.checked)
             self._index_document(doc, uri, uri + "#")
             if target in self.index:
                 s = self.index[target]
@@ -304,6 +322,9 @@ class _Compiler:
                     node = node[int(part)]
                 else:
                     raise SchemaError(f"$ref {limited(ref)} points to nothing", pointer)
+        if isinstance(node, dict) and id(node) not in self.checked:
+            # a target outside the schema positions walked so far (an unknown keyword)
+            check_document(node, self.limits, self.ptr_of.get(id(node), target), self.checked)
         if isinstance(node, dict) and id(node) not in self.base_of:
             self._index(node, uri, uri + "#" + frag)
         return node, self.ptr_of.get(id(node), target)
@@ -311,18 +332,30 @@ class _Compiler:
     # ------------------------------------------------------------------ conjunctions
 
     def flatten(self, members: list[Member]) -> list[Member] | None:
-        """Add ``$ref`` targets and ``allOf`` branches; None if some member is ``false``."""
+        """Add ``$ref`` targets and ``allOf`` branches; None if some member is ``false``.
+
+        A member met again is skipped; met again *inside its own expansion* (a ``$ref``/
+        ``allOf`` cycle that never reaches a property or an item) it is an error: such a
+        schema asks a validator to loop forever.
+        """
         out: list[Member] = []
         seen: set[int] = set()
-        stack = list(reversed(members))
+        on_path: set[int] = set()  # members whose $ref/allOf expansion is under way
+        stack: list[Member | int] = list(reversed(members))  # an int: leave that member
         steps = 0
         while stack:
-            s, p = stack.pop()
+            top = stack.pop()
+            if isinstance(top, int):
+                on_path.discard(top)
+                continue
+            s, p = top
             steps += 1
             if steps > self.max_expansion:
                 raise SchemaError(
                     f"$ref/allOf expansion exceeds {self.max_expansion} schemas", p
                 )
+            if not steps & 255:
+                check_deadline(p)
             if s is True:
                 continue
             if s is False:
@@ -330,6 +363,10 @@ class _Compiler:
             if not isinstance(s, dict):
                 raise SchemaError(f"a schema must be an object or a boolean, got {limited(s)}", p)
             if id(s) in seen:
+                if id(s) in on_path:
+                    raise SchemaError(
+                        "a $ref/allOf cycle: the schema refers to itself without a property "
+                        "or an item in between (a validator would loop forever)", p)
                 continue
             seen.add(id(s))
             if "$dynamicRef" in s or "$recursiveRef" in s:
@@ -339,6 +376,8 @@ class _Compiler:
             if "$ref" in s:
                 nxt.append(self.resolve(s["$ref"], s, _ptr(p, "$ref")))
                 if self.draft in ("draft4", "draft6", "draft7"):
+                    on_path.add(id(s))
+                    stack.append(id(s))
                     stack.extend(reversed(nxt))
                     continue  # siblings of $ref are ignored in these drafts
             out.append((s, p))
@@ -347,11 +386,17 @@ class _Compiler:
                 if not isinstance(all_of, list):
                     raise SchemaError("'allOf' must be an array", _ptr(p, "allOf"))
                 nxt += [(b, _ptr(p, "allOf", i)) for i, b in enumerate(all_of)]
+            on_path.add(id(s))
+            stack.append(id(s))
             stack.extend(reversed(nxt))
         return out
 
     def node(self, members: list[Member], depth: int, consumed: frozenset = frozenset()) -> str | None:
-        """The nonterminal for the conjunction ``members`` at ``depth``; None if empty."""
+        """The nonterminal for the conjunction ``members`` at ``depth``; None if empty.
+
+        Nodes nest (a property's value inside its object, a branch inside its ``anyOf``)
+        at most ``Limits.max_nesting`` deep, else LimitError at the innermost pointer.
+        """
         if not self.layout.depth_matters:
             depth = 0
         elif depth > self.max_depth:
@@ -366,9 +411,15 @@ class _Compiler:
         key = (tuple(sorted({self._shape(s) for s, _ in flat})), consumed, depth)
         if key in self.memo:
             return self.memo[key]
+        where = members[-1][1] if members else "#"
+        check_deadline(where)
+        if len(self.path) >= self.limits.max_nesting:
+            raise LimitError("max_nesting", len(self.path) + 1, self.limits.max_nesting, where)
         name = self.fresh("v")
         self.memo[key] = name  # recursion sees the name (assumed non-empty)
+        self.path.append(where)
         alts = self._alternatives(flat, depth, consumed)
+        self.path.pop()  # (left in place by an error: the innermost place is reported)
         if not alts:
             self.memo[key] = None
             return None
@@ -648,8 +699,12 @@ class _Compiler:
     def _values(self, values: list, flat: list[Member], types: set[str], depth: int) -> list[tuple]:
         """Alternatives for enum/const values that satisfy every member."""
         keep = []
-        check = self._validator(flat, {_type_of(v) for v in values})
-        for v in values:
+        # the values already satisfy every member's enum/const (intersected in _typed):
+        # the check reads the other keywords only, so a long enum costs linear time
+        check = self._validator(flat, {_type_of(v) for v in values}, without_values=True)
+        for i, v in enumerate(values):
+            if not i & 1023:
+                check_deadline(flat[0][1] if flat else "#")
             t = _type_of(v)
             if t not in types and not (t == "integer" and "number" in types):
                 continue
@@ -666,10 +721,13 @@ class _Compiler:
             alts.append((self.term(spec, "lit"),))
         return alts
 
-    def _validator(self, flat: list[Member], types: set[str] | None = None) -> Callable[[Any], bool] | None:
+    def _validator(self, flat: list[Member], types: set[str] | None = None, *,
+                   without_values: bool = False) -> Callable[[Any], bool] | None:
         """A check of values against every member (jsonschema), or None if nothing to check.
 
-        With ``types``, members whose keywords cannot affect values of those types are skipped.
+        With ``types``, members whose keywords cannot affect values of those types are
+        skipped; with ``without_values``, their ``enum``/``const`` are not checked (the
+        caller has intersected them already).
         """
         relevant = set(HANDLED) - {"enum", "const", "type"}
         if types is not None:
@@ -693,9 +751,14 @@ class _Compiler:
         try:
             vals = []
             for s in interesting:
-                v = self._member_validators.get(id(s))
+                v = self._member_validators.get((id(s), without_values))
                 if v is None:
-                    v = self._member_validators[id(s)] = self._root_validator.evolve(schema=s)
+                    part = s
+                    if without_values and ("enum" in s or "const" in s):
+                        part = {k: x for k, x in s.items() if k not in ("enum", "const")}
+                        self._keep.append(part)
+                    v = self._root_validator.evolve(schema=part)
+                    self._member_validators[(id(s), without_values)] = v
                 vals.append(v)
         except Exception:  # noqa: BLE001
             return None
@@ -869,7 +932,7 @@ class _Compiler:
                 if not isinstance(pat, str):
                     raise SchemaError("'pattern' must be a string", q)
                 try:
-                    pieces.append((_search_language(pat), q))
+                    pieces.append((_at(q, _search_language, pat), q))
                 except st.PatternError as exc:
                     self.unsupported("pattern", q, str(exc))
             if "format" in s:
@@ -899,11 +962,8 @@ class _Compiler:
             need_length = not done
         if need_length:
             for bound, q in ((hi, hi_ptr), (lo, lo_ptr)):
-                if bound is not None and bound > self.max_repeat:
-                    raise SchemaError(
-                        f"length bound {bound} is over the limit of {self.max_repeat} "
-                        "(raise max_repeat)", q
-                    )
+                if bound is not None:
+                    self._repeat(bound, q)
             asts.append((st.rep(st.ANY, lo, hi), lo_ptr))
         if not asts:
             return None
@@ -937,6 +997,7 @@ class _Compiler:
 
     def _array(self, flat: list[Member], depth: int) -> str | None:
         lo, hi = 0, None
+        lo_ptr = hi_ptr = flat[0][1] if flat else "#"
         prefix_lists: list[tuple[list, str, Any, str]] = []  # (prefix, ptr, rest, rest_ptr)
         for s, p in flat:
             for kw in ("minItems", "maxItems"):
@@ -945,9 +1006,10 @@ class _Compiler:
                     if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
                         raise SchemaError(f"'{kw}' must be a non-negative integer", _ptr(p, kw))
                     if kw == "minItems":
-                        lo = max(lo, int(v))
-                    else:
-                        hi = int(v) if hi is None else min(hi, int(v))
+                        if int(v) > lo:
+                            lo, lo_ptr = int(v), _ptr(p, kw)
+                    elif hi is None or int(v) < hi:
+                        hi, hi_ptr = int(v), _ptr(p, kw)
             prefix: list = []
             pre_ptr = p
             rest: Any = True
@@ -992,15 +1054,14 @@ class _Compiler:
             return None
         # states j = items written so far; the last state loops when there is no maxItems
         top = hi if hi is not None else max(k, lo, 1)
-        if top > MAX_ARRAY_STATES:
-            raise SchemaError(
-                f"minItems/maxItems {top} expands past the limit of {MAX_ARRAY_STATES} states",
-                flat[0][1],
-            )
+        self._repeat(top, hi_ptr if hi is not None and top == hi else lo_ptr)
         # contains/minContains: count items written on the "matches contains" path, up to need
         need, contains = self._contains(flat, hi)
         if need and hi is not None and need > hi:
             return None
+        if (top + 1) * (need + 1) * 2 > self.max_rules:
+            raise LimitError("max_rules", (top + 1) * (need + 1) * 2, self.max_rules, hi_ptr if hi is not None else lo_ptr,
+                             detail="an array state per item count (and per contains count)")
 
         def with_contains(j: int) -> str | None:
             if not need:
@@ -1046,16 +1107,16 @@ class _Compiler:
         if "maxContains" in s and (hi is None or s["maxContains"] < hi):
             self.unsupported("maxContains", _ptr(p, "maxContains"),
                              "an upper bound on matching items needs the complement of 'contains'")
-        if need > MAX_ARRAY_STATES:
-            raise SchemaError(f"minContains {need} is over the limit", _ptr(p, "minContains"))
+        self._repeat(need, _ptr(p, "minContains"))
         return need, (s["contains"], _ptr(p, "contains"))
 
     # ------------------------------------------------------------------ objects
 
     def _object(self, flat: list[Member], depth: int, forbidden: set[str] | None = None) -> str | None:
         named: dict[str, list[Member]] = {}
-        required: list[str] = []
+        required: dict[str, None] = {}  # an ordered set: lookups stay O(1) for long lists
         min_p, max_p = 0, None
+        count_ptr = flat[0][1] if flat else "#"
         name_schemas: list[Member] = []
         for s, p in flat:
             props = s.get("properties", {})
@@ -1066,13 +1127,15 @@ class _Compiler:
             for k in s.get("required", []) or []:
                 if not isinstance(k, str):
                     raise SchemaError("'required' must list strings", _ptr(p, "required"))
-                if k not in required:
-                    required.append(k)
-            if "minProperties" in s:
-                min_p = max(min_p, int(s["minProperties"]))
+                required[k] = None
+            if "minProperties" in s and int(s["minProperties"]) > min_p:
+                min_p = int(s["minProperties"])
+                if max_p is None:
+                    count_ptr = _ptr(p, "minProperties")
             if "maxProperties" in s:
                 v = int(s["maxProperties"])
-                max_p = v if max_p is None else min(max_p, v)
+                if max_p is None or v < max_p:
+                    max_p, count_ptr = v, _ptr(p, "maxProperties")
             if "propertyNames" in s:
                 name_schemas.append((s["propertyNames"], _ptr(p, "propertyNames")))
         for k in required:
@@ -1087,6 +1150,8 @@ class _Compiler:
             pp = s.get("patternProperties", {}) or {}
             for pat, sub in pp.items():
                 patterns.append((pat, sub, _ptr(p, "patternProperties", pat), idx))
+        if min_p > 0 or max_p is not None:  # object states count properties up to this
+            self._repeat(max(1, max_p if max_p is not None else min_p), count_ptr)
         for k, conj in named.items():
             conj += self._key_members(flat, patterns, k)
         # property names must satisfy propertyNames
@@ -1274,7 +1339,7 @@ class _Compiler:
 
     def _pattern_matches(self, pattern: str, key: str, pointer: str) -> bool:
         try:
-            found = _pattern_re(pattern)
+            found = _at(pointer, _pattern_re, pattern)
         except st.PatternError as exc:
             self.unsupported("patternProperties", pointer, str(exc))
             return False
@@ -1319,7 +1384,7 @@ class _Compiler:
                 # one schema for every pattern, all in one member: two regions, keys
                 # matching some pattern and keys matching none (the members'
                 # additionalProperties, absent meaning any value)
-                pats = "|".join(f"(?:{_pattern_body(pt)})" for pt, *_ in patterns)
+                pats = "|".join(f"(?:{_at(q, _pattern_body, pt)})" for pt, _, q, _ in patterns)
                 pat, sub, q, i = patterns[0]
                 adds = [(idx, (s["additionalProperties"], _ptr(p, "additionalProperties")))
                         for idx, (s, p) in enumerate(flat) if "additionalProperties" in s]
@@ -1337,7 +1402,7 @@ class _Compiler:
             compiled = []
             for pat, _sub, q, _i in patterns:
                 try:
-                    compiled.append(_pattern_body(pat))
+                    compiled.append(_at(q, _pattern_body, pat))
                 except st.PatternError as exc:
                     self.unsupported("patternProperties", q, str(exc))
                     compiled.append(None)
@@ -1409,8 +1474,7 @@ class _Compiler:
     def _object_schema_order(self, slots, extras, min_p, max_p, depth, deps=None):  # type: ignore[no-untyped-def]
         counting = min_p > 0 or max_p is not None
         cap = max(1, max_p if max_p is not None else min_p) if counting else 1
-        if cap > self.max_repeat:
-            raise SchemaError(f"min/maxProperties {cap} is over the limit of {self.max_repeat}", "#")
+        self._repeat(cap, self.path[-1] if self.path else "#")
         n = len(slots)
         names: dict[tuple[int, int, int], str] = {}
         # dependentRequired: the state remembers which participating names were written
@@ -1420,7 +1484,9 @@ class _Compiler:
         def consistent(seen: int) -> bool:
             return all(not seen & bit[a] or all(seen & bit[b] for b in bs) for a, bs in (deps or {}).items())
 
-        def S(i: int, c: int, seen: int = 0) -> str:  # noqa: N802 - rule family named as in the docs
+        def S(i: int, c: int, seen: int = 0) -> Iterator[tuple[int, int, int]]:  # noqa: N802 - rule family named as in the docs
+            """The state after slot ``i`` with ``c`` properties written; a generator run by
+            ``_trampoline`` (it yields the state it needs and receives its name)."""
             key = (i, c, seen)
             if key in names:
                 return names[key]
@@ -1430,10 +1496,12 @@ class _Compiler:
             if i < n:
                 k, nt, req = slots[i]
                 if not req:
-                    self.rule(name, NT(S(i + 1, c, seen)))
+                    child = yield (i + 1, c, seen)
+                    self.rule(name, NT(child))
                 if can_add:
-                    self.rule(name, self.term(self.layout.key_literal(depth, c == 0, k), "key"),
-                              NT(nt), NT(S(i + 1, inc, seen | bit.get(k, 0))))
+                    t = self.term(self.layout.key_literal(depth, c == 0, k), "key")
+                    child = yield (i + 1, inc, seen | bit.get(k, 0))
+                    self.rule(name, t, NT(nt), NT(child))
             elif not consistent(seen):
                 pass  # a dependency is missing: no rule, so the state is pruned as unproductive
             else:
@@ -1441,13 +1509,15 @@ class _Compiler:
                     self.rule(name, self.term(self.layout.close_object(depth, c == 0)))
                 if can_add:
                     for body, nt in extras:
-                        self.rule(name, self._key_term(depth, c == 0, body), NT(nt), NT(S(n, inc, seen)))
+                        t = self._key_term(depth, c == 0, body)
+                        child = yield (n, inc, seen)
+                        self.rule(name, t, NT(nt), NT(child))
             return name
 
         # required properties beyond max_p make the object impossible
         if max_p is not None and sum(1 for s in slots if s[2]) > max_p:
             return None
-        return S(0, 0)
+        return _trampoline(S, (0, 0, 0))
 
     def _object_any_order(self, slots, extras, min_p, max_p, depth, deps=None, tracked=None):  # type: ignore[no-untyped-def]
         """Named properties in any order, each at most once; extras anywhere.
@@ -1472,7 +1542,9 @@ class _Compiler:
         order = [(i, k, used_bit) for i, (k, _, _) in enumerate(slots)
                  for used_bit in [0 if tracked is not None and i not in tracked else 1 << i]]
 
-        def S(used: int, c: int) -> NT:  # noqa: N802
+        def S(used: int, c: int) -> Iterator[tuple[int, int]]:  # noqa: N802
+            """The state with the slots ``used`` written, ``c`` properties in all; a
+            generator run by ``_trampoline`` (it yields the state it needs)."""
             key = (used, c)
             found = names.get(key)
             if found is not None:
@@ -1496,17 +1568,49 @@ class _Compiler:
                     t = kts[i]
                     if t is None:
                         t = kts[i] = self.term(self.layout.key_literal(depth, first, k), "key")
-                    rules.append(Rule(name, (t, slot_nts[i], S(used | bit, inc))))
+                    child = yield (used | bit, inc)
+                    rules.append(Rule(name, (t, slot_nts[i], child)))
                 for j, (body, _) in enumerate(extras):
                     t = extra_terms.get((j, first))
                     if t is None:
                         t = extra_terms[(j, first)] = self._key_term(depth, first, body)
-                    rules.append(Rule(name, (t, extra_nts[j], S(used, inc))))
+                    child = yield (used, inc)
+                    rules.append(Rule(name, (t, extra_nts[j], child)))
             if len(rules) > self.max_rules:
                 self._too_many_rules()
             return ref
 
-        return S(0, 0).name
+        return _trampoline(S, (0, 0)).name
+
+
+def _trampoline(fn: Callable[..., Generator], args: tuple) -> Any:  # type: ignore[type-arg]
+    """``fn(*args)`` for a recursive generator function, without Python recursion: a call
+    ``child = yield child_args`` stands for ``child = fn(*child_args)``, and the
+    generator's return value is the result. Calls run in the order recursion would."""
+    stack = [fn(*args)]
+    value: Any = None
+    steps = 0
+    while stack:
+        try:
+            request = stack[-1].send(value)
+        except StopIteration as stop:
+            stack.pop()
+            value = stop.value
+            continue
+        steps += 1
+        if not steps & 1023:
+            check_deadline()
+        stack.append(fn(*request))
+        value = None
+    return value
+
+
+def _at(pointer: str, fn: Callable[[str], Any], pattern: str) -> Any:
+    """``fn(pattern)``, a LimitError naming ``pointer`` beside the offset in the pattern."""
+    try:
+        return fn(pattern)
+    except LimitError as exc:
+        raise LimitError(exc.limit, exc.value, exc.maximum, f"{pointer} ({exc.place})") from None
 
 
 @functools.cache
@@ -1601,7 +1705,6 @@ def _disjoint(a: dict, b: dict) -> bool:
     return False
 
 
-MAX_ARRAY_STATES = 10_000
 MAX_MODULUS = 1000  # largest multipleOf read digit by digit
 ANY_BODY = st.render(st.Rep(st.ANY, 0, None))
 # unconstrained strings accept every JSON escape (\\/ and \\uXXXX too)
@@ -1617,8 +1720,8 @@ def compile_json_schema(
     property_order: PropertyOrder = "schema",
     lenient: bool = False,
     draft: Draft | None = None,
-    max_repeat: int = 100_000,
-    max_rules: int = 200_000,
+    max_repeat: int | None = None,
+    max_rules: int | None = None,
     max_depth: int = 24,
     max_expansion: int = 10_000,
     resolve_remote: Callable[[str], Any] | None = None,
@@ -1634,48 +1737,82 @@ def compile_json_schema(
     or in any order (``"any"``), strings in canonical escaping, numbers as
     ``dumps`` writes them. See docs/json_schema.md.
 
+    The schema is hostile until checked: its shape is checked first (``check.py``), and
+    the compile is bounded by the active ``tether.limits.Limits`` (``compile_seconds``,
+    ``max_nesting``, ``max_json_depth``, ``max_alternatives``, ``max_text_chars``, and
+    ``max_repeat``/``max_rules`` unless given here).
+
     Args:
-        schema: the schema (a dict or a boolean), as ``json.loads`` returns it.
+        schema: the schema (a dict or a boolean), as ``json.loads`` returns it, or its
+            JSON text.
         lenient: ignore what cannot be enforced, recording it in ``Grammar.warnings``.
         draft: override the draft (default: from ``$schema``, else 2020-12).
-        max_repeat: largest ``maxLength``/``maxItems``/``maxProperties`` expanded.
-        max_rules: largest grammar, in rules.
+        max_repeat: largest ``minLength``/``maxLength``/``minItems``/``maxItems``/
+            ``minContains``/``maxProperties`` expanded (default ``Limits.max_repeat``).
+        max_rules: largest grammar, in rules (default ``Limits.max_rules``).
         max_depth: deepest nesting generated with ``whitespace="pretty"``.
         max_expansion: most schemas a ``$ref``/``allOf`` chain may pull into one place.
         resolve_remote: loads the document of a ``$ref`` outside this schema (URI → schema).
 
     Raises:
         UnsupportedSchemaError: a keyword that cannot be enforced (names keyword and pointer).
-        SchemaError: an invalid schema, or one that expands past a limit (names the pointer).
+        SchemaError: an invalid schema, or one no value satisfies (names the pointer).
+        LimitError: the schema, or the grammar it needs, exceeds a limit (names the limit
+            and the pointer).
 
-    Cost: linear in the schema size for typical schemas; bounded by ``max_rules``.
+    Cost: linear in the schema size for typical schemas; bounded by ``max_rules`` and
+    ``Limits.compile_seconds``.
     """
     if whitespace not in ("compact", "pretty", "flexible"):
         raise ValueError(f"whitespace must be 'compact', 'pretty' or 'flexible'; got {whitespace!r}")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be 'schema' or 'any'; got {property_order!r}")
-    if isinstance(schema, str):
-        schema = json.loads(schema)
-    c = _Compiler(
-        schema,
-        layout=Layout(whitespace, indent, max_whitespace),
-        property_order=property_order,
-        lenient=lenient,
-        draft=draft,
-        max_repeat=max_repeat,
-        max_rules=max_rules,
-        max_depth=max_depth,
-        max_expansion=max_expansion,
-        resolve_remote=resolve_remote,
-    )
-    start = c.node([(schema, "#")], 0)
-    if start is None:
-        raise SchemaError("the schema allows no value", "#")
-    c.rule("root", NT(start))
-    _prune(c.g)
+    lim = current()
+    if isinstance(schema, (str, bytes, bytearray)):
+        schema = _load_text(schema, lim)
+    c: _Compiler | None = None
+    try:
+        with deadline("JSON Schema compile"):
+            c = _Compiler(
+                schema,
+                layout=Layout(whitespace, indent, max_whitespace),
+                property_order=property_order,
+                lenient=lenient,
+                draft=draft,
+                max_repeat=lim.max_repeat if max_repeat is None else max_repeat,
+                max_rules=lim.max_rules if max_rules is None else max_rules,
+                max_depth=max_depth,
+                max_expansion=max_expansion,
+                resolve_remote=resolve_remote,
+                limits=lim,
+            )
+            start = c.node([(schema, "#")], 0)
+            if start is None:
+                raise SchemaError("the schema allows no value: its constraints contradict each other", "#")
+            c.rule("root", NT(start))
+            _prune(c.g)
+    except RecursionError:
+        # a backstop: nesting is bounded by Limits.max_nesting, which the Python stack
+        # holds at its default; a raised limit may not fit
+        place = c.path[-1] if c is not None and c.path else "#"
+        raise LimitError("max_nesting", "deeper than the Python stack holds", lim.max_nesting, place,
+                         detail="lower Limits.max_nesting, or simplify the schema") from None
     if not any(r.lhs == "root" for r in c.g.rules):
         raise SchemaError("the schema allows no finite value", "#")
     return c.g
+
+
+def _load_text(text: str | bytes | bytearray, lim: Limits) -> Any:
+    """The schema in JSON ``text``; SchemaError/LimitError for what is not JSON."""
+    if len(text) > lim.max_text_chars:
+        raise LimitError("max_text_chars", len(text), lim.max_text_chars, "the schema text")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise LimitError("max_json_depth", "deeper than the Python stack holds", lim.max_json_depth,
+                         "the schema text") from None
+    except (ValueError, UnicodeError) as exc:  # JSONDecodeError, over-long integer literals
+        raise SchemaError(f"the schema is not JSON text: {exc}", "#") from None
 
 
 def dumps_for(
@@ -1695,12 +1832,12 @@ def dumps_for(
     that valid values are accepted.
     """
     if property_order == "schema":
-        c = _Compiler(schema, layout=Layout(whitespace, indent), property_order=property_order,
-                      lenient=True, draft=draft, max_repeat=0, max_rules=0, max_depth=0,
-                      max_expansion=10_000, resolve_remote=None)
         try:
+            c = _Compiler(schema, layout=Layout(whitespace, indent), property_order=property_order,
+                          lenient=True, draft=draft, max_repeat=0, max_rules=0, max_depth=0,
+                          max_expansion=10_000, resolve_remote=None)
             value = c.reorder([(schema, "#")], value)
-        except (SchemaError, RecursionError):
+        except (SchemaError, LimitError, RecursionError):
             pass
     return Layout(whitespace, indent).dumps(value)
 
