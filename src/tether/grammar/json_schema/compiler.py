@@ -163,7 +163,7 @@ class _Compiler:
         self._root_validator: Any = None
         self._synth: dict[Any, dict] = {}
         self._one_of_warned: set[str] = set()
-        self._member_validators: dict[tuple[int, bool], Any] = {}
+        self._member_validators: dict[tuple[int, frozenset[str]], Any] = {}
         self._n = 0
         self._shapes: dict[tuple[str | None, str], int] = {}
         self._shape_of_id: dict[int, int] = {}
@@ -511,19 +511,14 @@ class _Compiler:
         for i, b in enumerate(branches):
             flat = self.flatten([*context, (b, _ptr(pointer, i))])
             infos.append(None if flat is None else self._summary(flat))
-        for i in range(len(infos)):
-            for j in range(i + 1, len(infos)):
-                a, b = infos[i], infos[j]
-                if a is None or b is None or _disjoint(a, b):
-                    continue
-                if pointer in self._one_of_warned:
-                    return
-                self._one_of_warned.add(pointer)
-                self.warn(
-                    f"oneOf at {pointer}: branches {i} and {j} are not provably disjoint; "
-                    "compiled as anyOf (a value matching both is allowed)"
-                )
-                return
+        pair = _first_overlap(infos, pointer)
+        if pair is None or pointer in self._one_of_warned:
+            return
+        self._one_of_warned.add(pointer)
+        self.warn(
+            f"oneOf at {pointer}: branches {pair[0]} and {pair[1]} are not provably disjoint; "
+            "compiled as anyOf (a value matching both is allowed)"
+        )
 
     def _summary(self, flat: list[Member]) -> dict:
         """What disjointness checks need: allowed types, enum values, required consts."""
@@ -553,7 +548,9 @@ class _Compiler:
                                 consts[k] = consts[k] & ks if k in consts else ks
         if "number" in types:
             types.add("integer")
-        return {"types": types, "values": values, "consts": consts}
+        keys = None if values is None else frozenset(_json_key(v) for v in values)
+        vtypes = None if values is None else {_type_of(v) for v in values}
+        return {"types": types, "values": values, "consts": consts, "keys": keys, "vtypes": vtypes}
 
     # ------------------------------------------------------------------ typed compile
 
@@ -736,8 +733,19 @@ class _Compiler:
                     relevant -= set(kws)
             if not types & {"integer", "number"}:
                 relevant -= set(_NUMBER_KW)
-        interesting = [s for s, _ in flat if any(k in relevant for k in s)]
-        if not interesting:
+        # with ``without_values`` (values for one branch of every anyOf/oneOf in ``flat``,
+        # which is in ``flat`` too): a value of the branch satisfies its anyOf, and its
+        # oneOf when the branches are provably disjoint (no warning), so neither is
+        # checked again: a oneOf of n consts costs n checks, not n²
+        members: list[tuple[dict, frozenset[str]]] = []
+        for s, p in flat:
+            drop: frozenset[str] = frozenset()
+            if without_values:
+                drop = frozenset(k for k in ("enum", "const", "anyOf", "oneOf") if k in s and not (
+                    k == "oneOf" and _ptr(p, "oneOf") in self._one_of_warned))
+            if any(k in relevant and k not in drop for k in s):
+                members.append((s, drop))
+        if not members:
             return None
         try:
             import jsonschema
@@ -750,15 +758,15 @@ class _Compiler:
             self._root_validator = cls(self.root if isinstance(self.root, (dict, bool)) else {})
         try:
             vals = []
-            for s in interesting:
-                v = self._member_validators.get((id(s), without_values))
+            for s, drop in members:
+                v = self._member_validators.get((id(s), drop))
                 if v is None:
                     part = s
-                    if without_values and ("enum" in s or "const" in s):
-                        part = {k: x for k, x in s.items() if k not in ("enum", "const")}
+                    if drop:
+                        part = {k: x for k, x in s.items() if k not in drop}
                         self._keep.append(part)
                     v = self._root_validator.evolve(schema=part)
-                    self._member_validators[(id(s), without_values)] = v
+                    self._member_validators[(id(s), drop)] = v
                 vals.append(v)
         except Exception:  # noqa: BLE001
             return None
@@ -1283,19 +1291,13 @@ class _Compiler:
                     if _json_key(v) == key:
                         return v
         if isinstance(value, dict):
-            order: list[str] = []
+            order: dict[str, None] = {}  # an ordered set
             for s, _ in flat:
-                for k in s.get("properties", {}) or {}:
-                    if k not in order:
-                        order.append(k)
+                order.update((k, None) for k in s.get("properties", {}) or {})
             for s, _ in flat:
-                for k in s.get("required", []) or []:
-                    if k not in order:
-                        order.append(k)
+                order.update((k, None) for k in s.get("required", []) or [])
             for a, bs in _dependencies(flat).items():
-                for k in (a, *bs):
-                    if k not in order:
-                        order.append(k)
+                order.update((k, None) for k in (a, *bs))
             patterns = [(pat, sub, _ptr(p, "patternProperties", pat), idx)
                         for idx, (s, p) in enumerate(flat)
                         for pat, sub in (s.get("patternProperties", {}) or {}).items()]
@@ -1645,7 +1647,7 @@ def _key_body(key: str) -> str:
 
 def _dependencies(flat: list[Member]) -> dict[str, list[str]]:
     """``dependentRequired`` and draft-07 array ``dependencies``: name → names it needs."""
-    out: dict[str, list[str]] = {}
+    out: dict[str, dict[str, None]] = {}
     for s, p in flat:
         for kw in ("dependentRequired", "dependencies"):
             v = s.get(kw)
@@ -1655,9 +1657,9 @@ def _dependencies(flat: list[Member]) -> dict[str, list[str]]:
                 if isinstance(bs, list):
                     if not all(isinstance(b, str) for b in bs):
                         raise SchemaError(f"'{kw}' must list property names", _ptr(p, kw, a))
-                    out.setdefault(a, [])
-                    out[a] += [b for b in bs if b not in out[a] and b != a]
-    return out
+                    names = out.setdefault(a, {})
+                    names.update((b, None) for b in bs if b != a)
+    return {a: list(names) for a, names in out.items()}
 
 
 def _values_of(s: dict) -> list:
@@ -1686,23 +1688,89 @@ def _type_set(t: Any, pointer: str) -> set[str]:
 
 
 def _disjoint(a: dict, b: dict) -> bool:
+    """Whether no value satisfies both summaries (``_summary``), as far as they show."""
     if not (a["types"] & b["types"]):
         return True
-    if a["values"] is not None and b["values"] is not None:
-        if not ({_json_key(v) for v in a["values"]} & {_json_key(v) for v in b["values"]}):
-            return True
-    if a["values"] is not None and b["values"] is None:
-        if not any(_type_of(v) in b["types"] for v in a["values"]):
-            return True
-    if b["values"] is not None and a["values"] is None:
-        if not any(_type_of(v) in a["types"] for v in b["values"]):
-            return True
+    if a["keys"] is not None and b["keys"] is not None and not (a["keys"] & b["keys"]):
+        return True
+    if a["keys"] is not None and b["keys"] is None and not (a["vtypes"] & b["types"]):
+        return True
+    if b["keys"] is not None and a["keys"] is None and not (b["vtypes"] & a["types"]):
+        return True
     if a["types"] <= {"object"} or b["types"] <= {"object"}:
         for k, ka in a["consts"].items():
             kb = b["consts"].get(k)
             if kb is not None and not (ka & kb):
                 return True
     return False
+
+
+def _first_overlap(infos: list[dict | None], pointer: str) -> tuple[int, int] | None:
+    """The first pair (i < j, in order) of summaries not provably disjoint, or None.
+
+    Pairs are drawn from *candidates*: two branches with enum/const values that share no
+    value, or two objects whose discriminating const differs, are disjoint without a
+    look, so a ``oneOf`` of 10,000 consts costs linear time, not 50 million checks.
+    """
+    idx = [i for i, x in enumerate(infos) if x is not None]
+    if len(idx) <= 64:
+        candidates: Any = ((i, j) for n, i in enumerate(idx) for j in idx[n + 1:])
+    else:
+        candidates = _candidate_pairs(infos, idx)
+        if candidates is None:
+            candidates = ((i, j) for n, i in enumerate(idx) for j in idx[n + 1:])
+    for step, (i, j) in enumerate(candidates):
+        if not step & 1023:
+            check_deadline(pointer)
+        if not _disjoint(infos[i], infos[j]):  # type: ignore[arg-type]
+            return i, j
+    return None
+
+
+_MAX_CANDIDATES = 200_000
+
+
+def _candidate_pairs(infos: list, idx: list[int]) -> list[tuple[int, int]] | None:
+    """Sorted pairs that may overlap (every other pair is disjoint), or None when there
+    would be too many to list (the caller then walks every pair)."""
+    pairs: set[tuple[int, int]] = set()
+
+    def add_all(group: list[int]) -> bool:
+        if len(pairs) + len(group) * (len(group) - 1) // 2 > _MAX_CANDIDATES:
+            return False
+        pairs.update((a, b) for n, a in enumerate(group) for b in group[n + 1:])
+        return True
+
+    with_values = [i for i in idx if infos[i]["keys"] is not None]
+    others = [i for i in idx if infos[i]["keys"] is None]
+    by_value: dict[str, list[int]] = {}
+    for i in with_values:
+        for k in infos[i]["keys"]:
+            by_value.setdefault(k, []).append(i)
+    for group in by_value.values():  # two value sets meet only in a shared value
+        if len(group) > 1 and not add_all(group):
+            return None
+    if len(with_values) * len(others) > _MAX_CANDIDATES:
+        return None
+    for b in others:
+        for a in with_values:
+            if infos[a]["vtypes"] & infos[b]["types"]:
+                pairs.add((min(a, b), max(a, b)))
+    if len(others) > 256:  # a discriminated union: one required name, a const per branch
+        common = set.intersection(*(set(infos[i]["consts"]) for i in others))
+        if not common or not all(infos[i]["types"] <= {"object"} for i in others):
+            return None
+        k = min(common)
+        by_const: dict[str, list[int]] = {}
+        for i in others:
+            for v in infos[i]["consts"][k]:
+                by_const.setdefault(v, []).append(i)
+        for group in by_const.values():
+            if len(group) > 1 and not add_all(group):
+                return None
+    elif not add_all(others):
+        return None
+    return sorted(pairs)
 
 
 MAX_MODULUS = 1000  # largest multipleOf read digit by digit

@@ -101,13 +101,11 @@ def seq(*items: Node) -> Node:
 
 
 def alt(*items: Node) -> Node:
-    flat: list[Node] = []
+    flat: dict[Node, None] = {}  # an ordered set: linear in the number of alternatives
     for it in items:
-        parts = it.items if isinstance(it, Alt) else (it,)
-        for p in parts:
-            if p not in flat:
-                flat.append(p)
-    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+        for p in it.items if isinstance(it, Alt) else (it,):
+            flat[p] = None
+    return next(iter(flat)) if len(flat) == 1 else Alt(tuple(flat))
 
 
 def rep(item: Node, lo: int, hi: int | None) -> Node:
