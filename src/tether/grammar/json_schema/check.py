@@ -77,17 +77,25 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _show(v: Any) -> str:
+    """``limited(v)``, also for what ``repr`` refuses (an integer of over 4,300 digits)."""
+    try:
+        return limited(v)
+    except ValueError:
+        return f"<{type(v).__name__} of {v.bit_length() if isinstance(v, int) else '?'} bits>"
+
+
 def _text(v: str, p: str) -> None:
     if not v.isascii():
         try:
             v.encode("utf-8")
         except UnicodeEncodeError:
-            raise SchemaError(f"the string {limited(v)} has a lone surrogate (not Unicode text)", _str(p)) from None
+            raise SchemaError(f"the string {_show(v)} has a lone surrogate (not Unicode text)", _str(p)) from None
 
 
 def _key(k: Any, p: str) -> None:
     if not isinstance(k, str):
-        raise SchemaError(f"an object key must be a string, got {limited(k)}", _str(p))
+        raise SchemaError(f"an object key must be a string, got {_show(k)}", _str(p))
     _text(k, p)
 
 
@@ -97,13 +105,13 @@ def _plain(kw: str, v: Any, q: str) -> Next:
 
 def _schema(kw: str, v: Any, q: str, levels: int = 1) -> Next:
     if not isinstance(v, (dict, bool)):
-        raise SchemaError(f"a schema must be an object or a boolean, got {limited(v)}", _str(q))
+        raise SchemaError(f"a schema must be an object or a boolean, got {_show(v)}", _str(q))
     return [(v, q, levels, True)]
 
 
 def _schema_map(kw: str, v: Any, q: str) -> Next:
     if not isinstance(v, dict):
-        raise SchemaError(f"'{kw}' must be an object (name → schema), got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be an object (name → schema), got {_show(v)}", _str(q))
     out: Next = []
     for name, sub in v.items():
         _key(name, q)
@@ -114,7 +122,7 @@ def _schema_map(kw: str, v: Any, q: str) -> Next:
 def _schema_list(kw: str, v: Any, q: str, *, empty_ok: bool = False) -> Next:
     if not isinstance(v, list) or (not v and not empty_ok):
         what = "an array" if empty_ok else "a non-empty array"
-        raise SchemaError(f"'{kw}' must be {what} of schemas, got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be {what} of schemas, got {_show(v)}", _str(q))
     return [s for i, sub in enumerate(v) for s in _schema(kw, sub, _ptr(q, i), 2)]
 
 
@@ -129,28 +137,28 @@ def _items(kw: str, v: Any, q: str) -> Next:
 
 def _string(kw: str, v: Any, q: str) -> Next:
     if not isinstance(v, str):
-        raise SchemaError(f"'{kw}' must be a string, got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be a string, got {_show(v)}", _str(q))
     return [(v, q, 1, False)]
 
 
 def _names(kw: str, v: Any, q: str) -> Next:
     if not isinstance(v, list):
-        raise SchemaError(f"'{kw}' must be an array of property names, got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be an array of property names, got {_show(v)}", _str(q))
     for i, x in enumerate(v):
         if not isinstance(x, str):
-            raise SchemaError(f"'{kw}' must list property names (strings), got {limited(x)}", _str(_ptr(q, i)))
+            raise SchemaError(f"'{kw}' must list property names (strings), got {_show(x)}", _str(_ptr(q, i)))
     return [(v, q, 1, False)]
 
 
 def _count(kw: str, v: Any, q: str) -> Next:
     if not _is_count(v):
-        raise SchemaError(f"'{kw}' must be a non-negative integer, got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be a non-negative integer, got {_show(v)}", _str(q))
     return [(v, q, 1, False)]
 
 
 def _number(kw: str, v: Any, q: str) -> Next:
     if not _is_number(v):
-        raise SchemaError(f"'{kw}' must be a number, got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be a number, got {_show(v)}", _str(q))
     if isinstance(v, float) and math.isinf(v):
         # an infinite bound on its open side bounds nothing (the compiler reads it so);
         # on the other side no JSON number is in range
@@ -167,31 +175,31 @@ def _bound(kw: str, v: Any, q: str) -> Next:
 
 def _positive(kw: str, v: Any, q: str) -> Next:
     if not _is_number(v) or (isinstance(v, float) and not math.isfinite(v)):
-        raise SchemaError(f"'{kw}' must be a number, got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be a number, got {_show(v)}", _str(q))
     if v <= 0:
-        raise SchemaError(f"'{kw}' must be > 0, got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be > 0, got {_show(v)}", _str(q))
     return [(v, q, 1, False)]
 
 
 def _flag(kw: str, v: Any, q: str) -> Next:
     if not isinstance(v, bool):
-        raise SchemaError(f"'{kw}' must be true or false, got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be true or false, got {_show(v)}", _str(q))
     return []
 
 
 def _type(kw: str, v: Any, q: str) -> Next:
     names = [v] if isinstance(v, str) else v
     if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
-        raise SchemaError(f"'type' must be a type name or a list of them, got {limited(v)}", _str(q))
+        raise SchemaError(f"'type' must be a type name or a list of them, got {_show(v)}", _str(q))
     for x in names:
         if x not in TYPES:
-            raise SchemaError(f"unknown type {limited(x)}; expected one of {', '.join(TYPES)}", _str(q))
+            raise SchemaError(f"unknown type {_show(x)}; expected one of {', '.join(TYPES)}", _str(q))
     return []
 
 
 def _enum(kw: str, v: Any, q: str) -> Next:
     if not isinstance(v, list):
-        raise SchemaError(f"'enum' must be an array, got {limited(v)}", _str(q))
+        raise SchemaError(f"'enum' must be an array, got {_show(v)}", _str(q))
     return [(v, q, 1, False)]
 
 
@@ -201,7 +209,7 @@ def _alternatives(kw: str, v: Any, q: str) -> Next:
 
 def _dependent_required(kw: str, v: Any, q: str) -> Next:
     if not isinstance(v, dict):
-        raise SchemaError(f"'{kw}' must be an object (name → names), got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be an object (name → names), got {_show(v)}", _str(q))
     for name, names in v.items():
         _names(kw, names, _ptr(q, name))
     return [(v, q, 1, False)]
@@ -210,7 +218,7 @@ def _dependent_required(kw: str, v: Any, q: str) -> Next:
 def _dependencies(kw: str, v: Any, q: str) -> Next:
     # draft 4 to 7: each value is a list of names or a schema
     if not isinstance(v, dict):
-        raise SchemaError(f"'{kw}' must be an object, got {limited(v)}", _str(q))
+        raise SchemaError(f"'{kw}' must be an object, got {_show(v)}", _str(q))
     out: Next = []
     for name, dep in v.items():
         _key(name, q)
@@ -340,6 +348,6 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
                 todo += kind(kw, x, q)
             stack.extend((x, q, depth + levels, sch) for x, q, levels, sch in reversed(todo))
         else:
-            raise SchemaError(f"{limited(v)} is not a JSON value ({type(v).__name__})", _str(p))
+            raise SchemaError(f"{_show(v)} is not a JSON value ({type(v).__name__})", _str(p))
         if size > max_chars:
             raise LimitError("max_text_chars", f"more than {size}", max_chars, _str(p))

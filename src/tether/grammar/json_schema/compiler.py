@@ -1186,6 +1186,11 @@ class _Compiler:
                                      name_schemas, depth)
         if max_p is not None and min_p > max_p:
             return None
+        if extras and min_p >= 2:
+            # the grammar cannot tell additional keys apart: writing one twice counts twice
+            self.warn(f"minProperties at {count_ptr}: an additional property may repeat a key, "
+                      "and a repeated key counts twice (the grammar may allow an object with "
+                      "fewer distinct keys)")
         present = {k for k, _, _ in slots}
         deps = {a: bs for a, bs in deps.items() if a in present}
         if any(b not in present for bs in deps.values() for b in bs):
