@@ -315,11 +315,11 @@ def _fuzz(examples: int) -> Callable:  # type: ignore[type-arg]
 _SEEN = Counter[str]()
 
 
-def _maybe_engine(schema: Any) -> Callable[[Grammar], None]:
+def _maybe_engine(schema: Any, cls: str) -> Callable[[Grammar], None]:
     def then(g: Grammar) -> None:
-        _SEEN["valid"] += 1
-        if not g.warnings and _SEEN["valid"] % 3 == 0:
-            _engine_check(g, schema, "valid")
+        _SEEN[cls] += 1
+        if not g.warnings and _SEEN[cls] % 3 == 0:
+            _engine_check(g, schema, cls)
 
     return then
 
@@ -327,7 +327,7 @@ def _maybe_engine(schema: Any) -> Callable[[Grammar], None]:
 @_fuzz(120)
 @given(VALID)
 def test_valid(schema: Any) -> None:
-    _compile(schema, "valid", _maybe_engine(schema))
+    _compile(schema, "valid", _maybe_engine(schema, "valid"))
 
 
 @_fuzz(200)
@@ -358,7 +358,7 @@ def test_contradictory(schema: Any) -> None:
 @_fuzz(3000)
 @given(st.one_of(VALID, broken(), CONTRADICTORY))
 def test_long(schema: Any) -> None:
-    _compile(schema, "long", _maybe_engine(schema))
+    _compile(schema, "long", _maybe_engine(schema, "long"))
 
 
 @pytest.mark.slow

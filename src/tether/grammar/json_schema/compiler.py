@@ -63,6 +63,8 @@ _OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperti
               "dependentSchemas", "dependencies", "unevaluatedProperties")
 _ARRAY_KW = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
              "contains", "unevaluatedItems")
+# keywords that say which keys besides the named ones an object may have
+_OPEN_KW = ("additionalProperties", "patternProperties", "unevaluatedProperties")
 _STRING_KW = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
@@ -139,6 +141,8 @@ class _Compiler:
         max_expansion: int,
         resolve_remote: Callable[[str], Any] | None,
         limits: Limits | None = None,
+        closed: bool = False,
+        number_bounds: num.NumberBounds | None = None,
     ) -> None:
         self.limits = limits or current()
         self.root = schema
@@ -150,6 +154,9 @@ class _Compiler:
         self.max_depth = max_depth
         self.max_expansion = max_expansion
         self.resolve_remote = resolve_remote
+        self.closed = closed
+        self.number_bounds = number_bounds
+        self._number_shape: tuple[bool, Any, Any, int] | None = None
         self.draft: Draft = draft or self._detect_draft(schema)
         self.g = Grammar(start="root")
         self.terms: dict[Any, str] = {}
@@ -782,6 +789,28 @@ class _Compiler:
     # ------------------------------------------------------------------ numbers
 
     def _number(self, flat: list[Member], *, integer: bool) -> str | tuple | None:
+        """The number lexeme (a regex, an expr, ``("mod", m)``, or None if empty); with
+        ``bounded_numbers``, digits the schema leaves unbounded are bounded."""
+        self._number_shape = None
+        rx = self._number_exact(flat, integer=integer)
+        if self.number_bounds is None or self._number_shape is None or rx is None:
+            return rx
+        if isinstance(rx, tuple) and rx[0] == "mod":
+            return rx  # multiples read digit by digit: unbounded (see docs/json_schema.md)
+        is_int, lo, hi, frac = self._number_shape
+        if is_int and lo is not None and hi is not None:
+            return rx  # finitely many integers already
+        idig = fdig = 0
+        for b in (lo, hi):
+            if b is not None:
+                i, f = num.digits_of(b[0])
+                idig, fdig = max(idig, i), max(fdig, f + 1)  # one more: a value between
+        cap = self.number_bounds.regex(integer=is_int, integer_digits=idig, fraction_digits=max(fdig, frac))
+        if isinstance(rx, tuple) and rx[0] == "and":
+            return (*rx, cap)
+        return ("and", rx, cap)
+
+    def _number_exact(self, flat: list[Member], *, integer: bool) -> str | tuple | None:
         lo: tuple[Decimal, bool] | None = None  # (bound, strict)
         hi: tuple[Decimal, bool] | None = None
         mults: list[tuple[Fraction, str]] = []
@@ -839,10 +868,13 @@ class _Compiler:
                     step = math.lcm(*(int_mults + [m.numerator for m in frac_mults]))
                     integer = True
                 else:
+                    k = max(num.digits_of(Decimal(m.numerator) / Decimal(m.denominator))[1] for m in frac_mults)
+                    self._number_shape = (False, lo, hi, k)
                     return self._fractional_multiple(frac_mults, mults[0][1], lo, hi)
             else:
                 step = math.lcm(*int_mults)
                 integer = True  # multiples of an integer are integers
+        self._number_shape = (integer, lo, hi, 0)
         if integer:
             ilo = None if lo is None else (math.floor(lo[0]) + 1 if lo[1] else math.ceil(lo[0]))
             ihi = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] else math.floor(hi[0]))
@@ -1182,8 +1214,12 @@ class _Compiler:
                 return None
             if nt is not None:
                 slots.append((k, nt, k in required))
-        extras = self._extra_regions(flat, patterns, list(named) + sorted(forbidden - set(named)),
-                                     name_schemas, depth)
+        if self.closed and any("properties" in s for s, _ in flat) and not any(
+                k in s for s, _ in flat for k in _OPEN_KW):
+            extras = []  # closed: no member says what other keys may be, so there are none
+        else:
+            extras = self._extra_regions(flat, patterns, list(named) + sorted(forbidden - set(named)),
+                                         name_schemas, depth)
         if max_p is not None and min_p > max_p:
             return None
         if extras and min_p >= 2:
@@ -1798,6 +1834,9 @@ def compile_json_schema(
     max_depth: int = 24,
     max_expansion: int = 10_000,
     resolve_remote: Callable[[str], Any] | None = None,
+    closed: bool = False,
+    bounded_numbers: bool | num.NumberBounds = False,
+    whitespace_pattern: str | None = None,
 ) -> Grammar:
     """Compile a JSON Schema into a Grammar whose language is the valid JSON documents.
 
@@ -1826,6 +1865,16 @@ def compile_json_schema(
         max_depth: deepest nesting generated with ``whitespace="pretty"``.
         max_expansion: most schemas a ``$ref``/``allOf`` chain may pull into one place.
         resolve_remote: loads the document of a ``$ref`` outside this schema (URI → schema).
+        closed: an object schema that declares ``properties`` but says nothing of other
+            keys (no ``additionalProperties``, ``patternProperties`` or
+            ``unevaluatedProperties`` in any member of its ``allOf``/``$ref`` conjunction)
+            admits only the names it declares (and its ``required`` names), as OpenAI's
+            strict structured outputs do. Off: the specification's open objects.
+        bounded_numbers: ``True`` (``NumberBounds()``: 19 integer digits, 17 fraction
+            digits, 3 exponent digits) or a ``NumberBounds``: numbers get at most that
+            many digits where the schema does not bound them; the schema's own bounds win.
+        whitespace_pattern: the flexible layout with this regex as the whitespace of
+            every gap around ``{ } [ ] , :`` (it must match only JSON whitespace).
 
     Raises:
         UnsupportedSchemaError: a keyword that cannot be enforced (names keyword and pointer).
@@ -1840,6 +1889,16 @@ def compile_json_schema(
         raise ValueError(f"whitespace must be 'compact', 'pretty' or 'flexible'; got {whitespace!r}")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be 'schema' or 'any'; got {property_order!r}")
+    if not isinstance(closed, bool):
+        raise ValueError(f"closed must be True or False; got {closed!r}")
+    bounds = num.NumberBounds() if bounded_numbers is True else bounded_numbers or None
+    if bounds is not None and not isinstance(bounds, num.NumberBounds):
+        raise ValueError(f"bounded_numbers must be a bool or a NumberBounds; got {bounded_numbers!r}")
+    if whitespace_pattern is not None:
+        if whitespace == "pretty":
+            raise ValueError("whitespace_pattern needs whitespace='flexible' (or the default)")
+        whitespace = "flexible"
+        _check_whitespace_pattern(whitespace_pattern)
     lim = current()
     if isinstance(schema, (str, bytes, bytearray)):
         schema = _load_text(schema, lim)
@@ -1848,7 +1907,7 @@ def compile_json_schema(
         with deadline("JSON Schema compile"):
             c = _Compiler(
                 schema,
-                layout=Layout(whitespace, indent, max_whitespace),
+                layout=Layout(whitespace, indent, max_whitespace, whitespace_pattern),
                 property_order=property_order,
                 lenient=lenient,
                 draft=draft,
@@ -1858,6 +1917,8 @@ def compile_json_schema(
                 max_expansion=max_expansion,
                 resolve_remote=resolve_remote,
                 limits=lim,
+                closed=closed,
+                number_bounds=bounds,
             )
             start = c.node([(schema, "#")], 0)
             if start is None:
@@ -1873,6 +1934,18 @@ def compile_json_schema(
     if not any(r.lhs == "root" for r in c.g.rules):
         raise SchemaError("the schema allows no finite value", "#")
     return c.g
+
+
+def _check_whitespace_pattern(pattern: str) -> None:
+    """ValueError unless ``pattern`` is a regex matching only JSON whitespace."""
+    if not isinstance(pattern, str):
+        raise ValueError(f"whitespace_pattern must be a regex string; got {limited(pattern)}")
+    from tether import regex as rx
+
+    node = Terminal("ws", expr=("and", pattern, ("not", "[ \t\n\r]*"))).to_node()  # RegexError
+    if not rx.is_empty(node):
+        raise ValueError(f"whitespace_pattern {limited(pattern)} matches more than JSON whitespace "
+                         "(space, tab, newline, carriage return)")
 
 
 def _load_text(text: str | bytes | bytearray, lim: Limits) -> Any:
