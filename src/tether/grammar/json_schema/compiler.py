@@ -64,7 +64,7 @@ _OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperti
 _ARRAY_KW = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
              "contains", "unevaluatedItems")
 # keywords that say which keys besides the named ones an object may have
-_OPEN_KW = ("additionalProperties", "patternProperties", "unevaluatedProperties")
+_OPEN_KW = ("additionalProperties", "unevaluatedProperties")
 _STRING_KW = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
@@ -1214,12 +1214,15 @@ class _Compiler:
                 return None
             if nt is not None:
                 slots.append((k, nt, k in required))
-        if self.closed and any("properties" in s for s, _ in flat) and not any(
-                k in s for s, _ in flat for k in _OPEN_KW):
-            extras = []  # closed: no member says what other keys may be, so there are none
+        # closed: when no member says what other keys may be (additionalProperties), a key
+        # must be named or match a patternProperties pattern
+        closed = self.closed and any("properties" in s or "patternProperties" in s for s, _ in flat) \
+            and not any(k in s for s, _ in flat for k in _OPEN_KW)
+        if closed and not patterns:
+            extras = []
         else:
             extras = self._extra_regions(flat, patterns, list(named) + sorted(forbidden - set(named)),
-                                         name_schemas, depth)
+                                         name_schemas, depth, closed)
         if max_p is not None and min_p > max_p:
             return None
         if extras and min_p >= 2:
@@ -1405,8 +1408,9 @@ class _Compiler:
         node = term.to_node()
         return lambda k: rx.matches(node, dumps_str(k).encode("utf-8"))
 
-    def _extra_regions(self, flat, patterns, named, name_schemas, depth):  # type: ignore[no-untyped-def]
-        """[(key body, value nonterminal)] for keys outside ``named`` (disjoint regions)."""
+    def _extra_regions(self, flat, patterns, named, name_schemas, depth, closed=False):  # type: ignore[no-untyped-def]
+        """[(key body, value nonterminal)] for keys outside ``named`` (disjoint regions);
+        ``closed``: none for keys that match no pattern."""
         # keys other than the named ones: a small complement the regex layer builds lazily
         # (a spelled-out complement trie grows with every name)
         not_named: Any = (
@@ -1432,7 +1436,7 @@ class _Compiler:
                 adds = [(idx, (s["additionalProperties"], _ptr(p, "additionalProperties")))
                         for idx, (s, p) in enumerate(flat) if "additionalProperties" in s]
                 regions = [((pats,), [(sub, q), *(m for idx, m in adds if idx != i)]),
-                           ((("not", pats),), [m for _, m in adds])]
+                           ((("not", pats),), [m for _, m in adds])][: 1 if closed else 2]
             else:
                 self.unsupported("patternProperties", patterns[0][2],
                                  "more than 4 patterns with different schemas")
@@ -1452,7 +1456,7 @@ class _Compiler:
             n = len(patterns)
             for mask in range(1 << n):
                 inside = [j for j in range(n) if mask >> j & 1]
-                if any(compiled[j] is None for j in inside):
+                if any(compiled[j] is None for j in inside) or (closed and not inside):
                     continue
                 conj: list[Member] = []
                 for idx, (s, p) in enumerate(flat):
@@ -1865,11 +1869,14 @@ def compile_json_schema(
         max_depth: deepest nesting generated with ``whitespace="pretty"``.
         max_expansion: most schemas a ``$ref``/``allOf`` chain may pull into one place.
         resolve_remote: loads the document of a ``$ref`` outside this schema (URI → schema).
-        closed: an object schema that declares ``properties`` but says nothing of other
-            keys (no ``additionalProperties``, ``patternProperties`` or
+        closed: an object schema that declares ``properties`` or ``patternProperties``
+            but says nothing of other keys (no ``additionalProperties`` or
             ``unevaluatedProperties`` in any member of its ``allOf``/``$ref`` conjunction)
-            admits only the names it declares (and its ``required`` names), as OpenAI's
-            strict structured outputs do. Off: the specification's open objects.
+            admits only the names it declares (with its ``required`` names) and the keys
+            its patterns match, as OpenAI's strict structured outputs do: a missing
+            ``additionalProperties`` reads as ``false`` for the conjunction as a whole.
+            ``{"type": "object"}`` alone stays free-form. Off: the specification's open
+            objects.
         bounded_numbers: ``True`` (``NumberBounds()``: 19 integer digits, 17 fraction
             digits, 3 exponent digits) or a ``NumberBounds``: numbers get at most that
             many digits where the schema does not bound them; the schema's own bounds win.
