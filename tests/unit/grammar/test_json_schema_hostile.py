@@ -313,6 +313,22 @@ def test_repeat_bounds_above_max_repeat_are_limit_errors(schema: dict, pointer: 
     assert info.value.place == pointer
 
 
+@pytest.mark.parametrize(
+    ("schema", "place"),
+    [
+        ({"type": "string", "pattern": "^a{99999999999}$"}, "#/pattern (offset"),
+        ({"type": "string", "pattern": "^x(a{2,200001})"}, "#/pattern (offset"),
+        ({"type": "string", "pattern": "^a*$", "minLength": 10**9}, "#/minLength"),
+        ({"type": "object", "patternProperties": {"^a{300000}$": {}}}, "#/patternProperties/^a{300000}$ (offset"),
+    ],
+)
+def test_repeat_counts_in_patterns_are_limit_errors(schema: dict, place: str) -> None:
+    with pytest.raises(LimitError) as info:
+        compile_json_schema(schema)
+    assert info.value.limit == "max_repeat"
+    assert info.value.place.startswith(place)
+
+
 def test_vacuous_big_bounds_are_fine() -> None:
     # a bound another keyword makes vacuous is never expanded
     g = compile_json_schema({"type": "string", "format": "date", "maxLength": 2**31})

@@ -996,6 +996,10 @@ class _Compiler:
                 if not done and not isinstance(a, str):
                     b = st.with_length(a, lo, hi)
                     if b is not None:
+                        if b is not a:  # the bounds became a repeat count
+                            self._repeat(lo, lo_ptr)
+                            if hi is not None:
+                                self._repeat(hi, hi_ptr)
                         a, done = b, True
                 folded.append((a, q))
             asts = folded

@@ -221,12 +221,21 @@ class _Parser:
         body = self.p[self.i + 1 : j]
         self.i = j + 1
         if "," not in body:
+            self.count(int(body))
             return int(body), int(body)
         a, b = body.split(",")
         lo, hi = int(a), (int(b) if b else None)
         if hi is not None and hi < lo:
             raise self.error("numbers out of order in {} quantifier")
+        self.count(lo)
+        if hi is not None:
+            self.count(hi)
         return lo, hi
+
+    def count(self, n: int) -> None:
+        limit = current().max_repeat
+        if n > limit:
+            raise LimitError("max_repeat", n, limit, f"offset {self.i} in pattern")
 
     def atom(self) -> Node:
         c = self.take()
