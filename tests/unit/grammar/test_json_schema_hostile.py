@@ -391,3 +391,22 @@ def test_contradictions_say_no_value_matches(schema: object) -> None:
 def test_dumps_for_fails_soft_on_hostile_schemas() -> None:
     assert dumps_for({"required": 5}, {"a": 1}) == '{"a":1}'
     assert dumps_for({"$ref": "#"}, [1]) == "[1]"
+
+
+def _object_chain(n: int) -> dict:
+    defs = {f"d{i}": {"type": "object", "properties": {"a": {"$ref": f"#/$defs/d{i + 1}"}}, "required": ["a"],
+                      "additionalProperties": False} for i in range(n)}
+    defs[f"d{n}"] = {"type": "integer"}
+    return {"$defs": defs, "$ref": "#/$defs/d0"}
+
+
+def test_nesting_up_to_max_nesting_fits_the_stack() -> None:
+    g = compile_json_schema(_object_chain(199))
+    assert ok(g, '{"a":' * 199 + "1" + "}" * 199)
+
+
+def test_a_raised_nesting_limit_the_stack_cannot_hold_is_a_limit_error() -> None:
+    with limits(Limits(max_nesting=100_000)), pytest.raises(LimitError) as info:
+        compile_json_schema(_object_chain(3000))
+    assert info.value.limit == "max_nesting"
+    assert info.value.place.startswith("#/$defs/d")
