@@ -23,7 +23,7 @@ import json
 import math
 import operator
 import re
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
@@ -555,9 +555,9 @@ class _Compiler:
                                 consts[k] = consts[k] & ks if k in consts else ks
         if "number" in types:
             types.add("integer")
-        keys = None if values is None else frozenset(_json_key(v) for v in values)
+        value_keys = None if values is None else frozenset(_json_key(v) for v in values)
         vtypes = None if values is None else {_type_of(v) for v in values}
-        return {"types": types, "values": values, "consts": consts, "keys": keys, "vtypes": vtypes}
+        return {"types": types, "values": values, "consts": consts, "keys": value_keys, "vtypes": vtypes}
 
     # ------------------------------------------------------------------ typed compile
 
@@ -1535,7 +1535,7 @@ class _Compiler:
         def consistent(seen: int) -> bool:
             return all(not seen & bit[a] or all(seen & bit[b] for b in bs) for a, bs in (deps or {}).items())
 
-        def S(i: int, c: int, seen: int = 0) -> Iterator[tuple[int, int, int]]:  # noqa: N802 - rule family named as in the docs
+        def S(i: int, c: int, seen: int = 0) -> Generator[tuple[int, int, int], str, str]:  # noqa: N802 - rule family named as in the docs
             """The state after slot ``i`` with ``c`` properties written; a generator run by
             ``_trampoline`` (it yields the state it needs and receives its name)."""
             key = (i, c, seen)
@@ -1593,7 +1593,7 @@ class _Compiler:
         order = [(i, k, used_bit) for i, (k, _, _) in enumerate(slots)
                  for used_bit in [0 if tracked is not None and i not in tracked else 1 << i]]
 
-        def S(used: int, c: int) -> Iterator[tuple[int, int]]:  # noqa: N802
+        def S(used: int, c: int) -> Generator[tuple[int, int], NT, NT]:  # noqa: N802
             """The state with the slots ``used`` written, ``c`` properties in all; a
             generator run by ``_trampoline`` (it yields the state it needs)."""
             key = (used, c)
