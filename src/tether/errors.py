@@ -48,7 +48,10 @@ def line_col(text: str, offset: int) -> tuple[int, int]:
 
 def limited(value: object, limit: int = 100) -> str:
     """``repr`` of ``value`` cut to ``limit`` characters, for echoing input in messages."""
-    r = repr(value)
+    try:
+        r = repr(value)
+    except ValueError:  # an int past Python's digit limit for str()
+        r = f"<{type(value).__name__} of about {value.bit_length() * 3 // 10} digits>" if isinstance(value, int) else "<unprintable>"
     return r if len(r) <= limit else r[: limit - 3] + "..."
 
 

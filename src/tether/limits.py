@@ -88,7 +88,7 @@ class Limits:
         for k in changes:
             if k not in known:
                 raise LimitError(k, changes[k], None, detail=f"no such limit; known: {sorted(known)}")
-        return replace(self, **changes)
+        return replace(self, **changes)  # type: ignore[arg-type]
 
 
 DEFAULT = Limits()

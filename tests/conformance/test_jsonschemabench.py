@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.errors import SchemaError, UnsupportedSchemaError
+from tether.errors import LimitError, SchemaError, UnsupportedSchemaError
 from tether.grammar.json_schema import compile_json_schema, dumps_for
 from tether.parser import ByteParser, accepts
 
@@ -55,10 +55,10 @@ def check_schema(rec: dict) -> dict:
         try:
             g = compile_json_schema(rec["schema"], lenient=True)
             out["status"] = "lenient"
-        except (SchemaError, RecursionError) as exc2:
+        except (SchemaError, LimitError) as exc2:
             out["error2"] = str(exc2)
             return out
-    except (SchemaError, RecursionError) as exc:
+    except (SchemaError, LimitError) as exc:
         out["status"] = "error"
         out["error"] = str(exc)
         return out

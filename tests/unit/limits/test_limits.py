@@ -73,3 +73,8 @@ def test_deadline_raises_after_compile_seconds() -> None:
                 check_deadline("rule 'x'")
     assert info.value.limit == "compile_seconds" and info.value.place == "rule 'x'"
     check_deadline()  # outside a deadline: never raises
+
+
+def test_messages_echo_huge_integers_safely() -> None:
+    e = LimitError("max_repeat", 10**5000, 100, "#/maxLength")
+    assert "digits" in str(e) and "#/maxLength" in str(e)
