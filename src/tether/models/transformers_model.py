@@ -145,7 +145,8 @@ class TransformersModel:
 
     @classmethod
     def embedded(cls, **options: Any) -> TransformersModel:
-        """The embedded Gemma 3 270M through transformers (converted from the GGUF once).
+        """The embedded Gemma 3 270M through transformers (converted from the GGUF once,
+        `embedded_hf_dir`).
 
         Tokenization is llama.cpp's on the same GGUF when llama-cpp-python is installed:
         transformers' conversion of this GGUF's tokenizer splits text into characters,
@@ -161,19 +162,7 @@ class TransformersModel:
                 options["tokenize_with"] = LlamaCppModel(gguf, n_ctx=256)
             except ImportError:
                 pass
-        if (EMBEDDED_HF_DIR / "config.json").exists():
-            return cls(EMBEDDED_HF_DIR, **options)
-        _say("converting the embedded GGUF for transformers (once; several minutes)")
-        m = cls(gguf.parent, gguf_file=gguf.name, **options)
-        EMBEDDED_HF_DIR.mkdir(parents=True, exist_ok=True)
-        m.tokenizer.save_pretrained(EMBEDDED_HF_DIR)
-        # the weights are already dequantized to float32: drop the GGUF quantizer marker,
-        # which transformers refuses to serialize
-        m.hf.hf_quantizer = None
-        if hasattr(m.hf.config, "quantization_config"):
-            del m.hf.config.quantization_config
-        m.hf.save_pretrained(EMBEDDED_HF_DIR)
-        return m
+        return cls(embedded_hf_dir(), **options)
 
     # --- Model protocol ------------------------------------------------------------------
     @property
@@ -306,6 +295,49 @@ TRANSFORMERS_OPTIONS: dict[str, Any] = {
     "selective_threshold": IntOption(0, 1 << 31), "n_ctx": IntOption(1, 1 << 24),
     "model": object, "tokenizer": object, "tokenize_with": object,
 }
+
+
+def embedded_hf_dir() -> Path:
+    """A Hugging Face folder holding the embedded Gemma 3 270M (float32 weights and the
+    tokenizer), converted from the GGUF on first use (about a minute; 1.1 GB in
+    ``~/.cache/tether/gemma3-270m-hf``), so that later loads take seconds.
+
+    Raises:
+        MissingDependencyError: transformers, torch, gguf or the model package is missing.
+        ModelError: the conversion failed.
+    """
+    if (EMBEDDED_HF_DIR / "config.json").exists() and (EMBEDDED_HF_DIR / "tokenizer_config.json").exists():
+        return EMBEDDED_HF_DIR
+    torch = require("torch", "transformers")
+    transformers = require("transformers", "transformers")
+    require("gguf", "transformers")
+    from tether.models.llama_cpp import embedded_model_path
+
+    gguf = embedded_model_path()
+    _say("converting the embedded GGUF for transformers (once; about a minute)")
+    tmp = EMBEDDED_HF_DIR.with_name(EMBEDDED_HF_DIR.name + ".partial")
+    try:
+        tok = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        hf = transformers.AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                                               dtype=torch.float32)
+        # the weights are already dequantized to float32: drop the GGUF quantizer marker,
+        # which transformers refuses to serialize
+        hf.hf_quantizer = None
+        if hasattr(hf.config, "quantization_config"):
+            del hf.config.quantization_config
+        tmp.mkdir(parents=True, exist_ok=True)
+        tok.save_pretrained(tmp)
+        hf.save_pretrained(tmp)
+        if EMBEDDED_HF_DIR.exists():
+            import shutil
+
+            shutil.rmtree(EMBEDDED_HF_DIR)
+        tmp.rename(EMBEDDED_HF_DIR)
+    except ImportError as exc:
+        raise MissingDependencyError(str(exc.name or exc), "transformers") from None
+    except Exception as exc:  # noqa: BLE001 -- any library failure is a conversion failure
+        raise ModelError(f"converting {gguf} for transformers failed: {type(exc).__name__}: {exc}") from None
+    return EMBEDDED_HF_DIR
 
 
 def load(spec: str, **options: Any) -> TransformersModel:

@@ -104,7 +104,7 @@ def reference_masks(p: LogitsProcessor, outputs: list[list[int]]) -> np.ndarray:
     for out in outputs:
         m = p.compiled.matcher()
         allowed = None
-        for i, t in enumerate(out):
+        for t in out:
             if t in v.eos_ids:
                 ok = m.is_accepting()
                 allowed = set(v.eos_ids) | ({p.pad_token_id} if ok else set())
