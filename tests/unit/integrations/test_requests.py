@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.engine import compile as compile_constraint
-from tether.errors import ConstraintError, GrammarError, LimitError, RegexError, SchemaError, TetherError
+from tether.errors import (
+    ConstraintError,
+    GrammarError,
+    LimitError,
+    RegexError,
+    SchemaError,
+    TetherError,
+)
 from tether.integrations.requests import BatchConstraints, request_output
 from tether.limits import Limits, limits
 from tether.program.outputs import output_spec
