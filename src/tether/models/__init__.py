@@ -3,7 +3,11 @@
 Code map: ``base.py`` (the ``Model`` protocol and ``Costs``), ``llama_cpp.py`` (GGUF
 models in-process; the embedded Gemma 3 270M), ``scripted.py`` (deterministic test
 model), ``transformers_model.py`` and ``openai_http.py`` (other backends).
-``load_model(spec)`` picks one from a short description. Importing this package is
+``load_model(spec, **options)`` picks one from a short description (or wraps a loaded
+``llama_cpp.Llama``) and checks every option. Every backend exposes ``n_ctx`` (its
+context window, None when unknown), raises `tether.errors.ContextLengthError` before
+evaluating more tokens than that, `ModelArgumentError` (a ValueError) for bad options
+and token ids, and `ModelError` for its library's failures. Importing this package is
 cheap: backends import their heavy libraries only when a model is loaded.
 """
 
