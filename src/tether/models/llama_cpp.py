@@ -203,6 +203,10 @@ class LlamaCppModel:
         self._set_options(mparams, cparams, llama_options)
         self._owner = _llama  # a llama_cpp.Llama whose weights this model shares
         if _llama is not None:
+            placed = sorted(k for k in llama_options if _EXTRA_OPTIONS[k][0] == "model")
+            if placed:
+                raise ModelArgumentError(f"option {placed[0]!r} cannot be set for a loaded Llama "
+                                         "(its weights are already placed)", argument=placed[0])
             self.path = Path(str(getattr(_llama, "model_path", "") or "llama"))
             self.name = self.path.stem
             self._model = None
