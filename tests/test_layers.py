@@ -22,6 +22,7 @@ LAYERS = [
     "decoding",
     "program",
     "lang",
+    "integrations",
     "server",
     "cli",
     "__init__",

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tether.errors import ModelError
-from tether.models import Model, load_model
+from tether.errors import ContextLengthError, ModelError
+from tether.models import Model, ModelArgumentError, load_model
 
 pytestmark = pytest.mark.model
 
@@ -152,20 +152,137 @@ def test_logits_batch_longer_than_n_batch() -> None:
 
 
 def test_errors(model: LlamaCppModel, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="at least one token"):
+    with pytest.raises(ModelArgumentError, match="at least one token"):
         model.logits([])
-    with pytest.raises(ValueError, match="do not fit the context of 1024 tokens"):
+    with pytest.raises(ContextLengthError) as info:
         model.logits([2] * 1025)
+    assert (info.value.n_ctx, info.value.needed) == (1024, 1025)
     with pytest.raises(ModelError, match="model file not found"):
         LlamaCppModel(tmp_path / "missing.gguf")
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + bytes(64))
     with pytest.raises(ModelError, match="could not load"):
         LlamaCppModel(bad)
-    with pytest.raises(ValueError, match=r"n_seq must lie in \[1, n_batch=8\]; got 9"):
+    with pytest.raises(ModelArgumentError, match=r"n_seq=9 must lie in \[1, n_batch=8\]"):
         LlamaCppModel(n_batch=8, n_seq=9)
     with pytest.raises(ModelError, match="unknown model 'no-such-model'"):
         load_model("no-such-model")
+
+
+@pytest.fixture(scope="module")
+def small() -> LlamaCppModel:
+    m = load_model("embedded", n_ctx=256, n_seq=2)
+    assert isinstance(m, LlamaCppModel)
+    return m
+
+
+def test_filling_a_small_context_raises_context_length_error(small: LlamaCppModel) -> None:
+    assert small.n_ctx == 256
+    ids = small.tokenize("one two three four five six seven eight nine ten " * 40, add_bos=True)
+    assert len(ids) > small.n_ctx
+    small.logits(ids[: small.n_ctx])  # exactly full: fine
+    with pytest.raises(ContextLengthError) as info:
+        small.logits(ids[: small.n_ctx + 1])
+    assert isinstance(info.value, ModelError) and not isinstance(info.value, ValueError)
+    assert (info.value.n_ctx, info.value.needed) == (256, 257)
+    # token by token past the end, as a decoder does: the error comes before llama.cpp
+    seq = list(ids[:250])
+    small.logits(seq)
+    with pytest.raises(ContextLengthError):
+        for t in ids[250:]:
+            seq.append(t)
+            small.logits(seq)
+    assert len(seq) == 257
+    # the model is still usable and gives the same numbers as from an empty cache (up to
+    # the rounding of a different batch shape)
+    a = small.logits(ids[:20]).copy()
+    small.reset()
+    assert_same_logits(small.logits(ids[:20]), a)
+
+
+def test_slots_that_outgrow_the_shared_cache_raise_context_length_error(small: LlamaCppModel) -> None:
+    """Two sequences of 200 distinct tokens need 400 cells of a 256-cell unified cache."""
+    a = [2, *range(1000, 1199)]
+    b = [2, *range(3000, 3199)]
+    with pytest.raises(ContextLengthError) as info:
+        small.logits_batch([a, b])
+    assert info.value.n_ctx == 256 and info.value.needed == 400
+    # cells held by an earlier slot are released and the call retried: fits alone
+    small.logits_batch([a[:150], a[:100]])
+    out = small.logits_batch([b[:150]])
+    small.reset()
+    assert_same_logits(out[0], small.logits(b[:150]))
+
+
+def assert_same_logits(a: np.ndarray, b: np.ndarray) -> None:
+    """Equal up to the rounding differences of evaluating in batches of other shapes."""
+    assert a.argmax() == b.argmax()
+    assert np.median(np.abs(a - b)) < 0.2 and np.corrcoef(a, b)[0, 1] > 0.999
+
+
+def test_token_ids_outside_the_vocabulary_are_refused(small: LlamaCppModel) -> None:
+    for bad in ([2, small.n_vocab], [2, -1], [2, 1 << 40], [2, True], [2, 3.0], "abc", [2, None]):
+        with pytest.raises(ModelArgumentError):
+            small.logits(bad)  # type: ignore[arg-type]
+        with pytest.raises(ModelArgumentError):
+            small.logits_batch([[2, 5], bad])  # type: ignore[list-item]
+    with pytest.raises(ModelArgumentError, match="outside the vocabulary"):
+        small.logits([2, 262_144])
+    assert np.isfinite(small.logits([2, np.int64(100)])).all()  # numpy integers are ids
+
+
+@pytest.mark.parametrize(("options", "match"), [
+    ({"n_ctx": "big"}, "n_ctx='big'"),
+    ({"n_ctx": 0}, r"n_ctx=0 is out of range"),
+    ({"n_ctx": 2.5}, "n_ctx=2.5"),
+    ({"n_ctx": 1 << 20}, "exceeds the context"),
+    ({"n_threads": 0}, "n_threads=0"),
+    ({"n_threads": "4"}, "n_threads='4'"),
+    ({"n_gpu_layers": -2}, "n_gpu_layers=-2"),
+    ({"n_gpu_layers": None}, "n_gpu_layers=None"),
+    ({"seed": -1}, "seed=-1"),
+    ({"seed": 1 << 32}, "seed=4294967296"),
+    ({"verbose": "yes"}, "verbose='yes'"),
+    ({"no_such_option": 1, "other": 2}, "unknown options 'no_such_option', 'other'"),
+    ({"offload_kqv": 3}, "offload_kqv=3: expected bool"),
+    ({"flash_attn_type": 7}, r"flash_attn_type=7 is out of range \[-1, 1\]"),
+    ({"n_seq_max": 4}, "unknown option 'n_seq_max'"),
+    ({"type_k": 999}, "unknown option 'type_k'"),
+])
+def test_load_model_validates_options(options: dict, match: str) -> None:
+    with pytest.raises(ModelArgumentError, match=match) as info:
+        load_model("embedded", **options)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, ModelError)
+
+
+def test_load_model_forwards_options() -> None:
+    m = load_model("embedded", n_ctx=512, n_threads=1, n_gpu_layers=0, seed=7, flash_attn_type=0)
+    assert isinstance(m, LlamaCppModel)
+    assert (m.n_ctx, m.n_threads, m.seed) == (512, 1, 7)
+    assert np.isfinite(m.logits([2, 100])).all()
+    m.close()
+
+
+def test_load_model_validates_specs(tmp_path: Path) -> None:
+    with pytest.raises(ModelArgumentError, match="cannot load a model from int"):
+        load_model(3)
+    missing = tmp_path / "nope.gguf"
+    with pytest.raises(ModelError, match=f"model file not found: {missing}"):
+        load_model(str(missing))
+    with pytest.raises(ModelError, match="model file not found"):
+        load_model(f"llama.cpp:{missing}")
+    folder = tmp_path / "dir.gguf"
+    folder.mkdir()
+    with pytest.raises(ModelError, match="a directory"):
+        load_model(folder)
+    with pytest.raises(ModelArgumentError, match="empty"):
+        load_model("  ")
+    with pytest.raises(ModelArgumentError, match="NUL"):
+        load_model("a\x00b.gguf")
+    with pytest.raises(ModelError, match="cannot read model path"):
+        load_model("x" * 5000)
+    with pytest.raises(ModelArgumentError, match="already loaded"):
+        load_model(load_model("embedded", n_ctx=256), n_ctx=512)
 
 
 def test_chat_template(model: LlamaCppModel) -> None:

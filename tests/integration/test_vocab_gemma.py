@@ -129,3 +129,25 @@ def test_gemma_trie_shape(model: LlamaCppModel) -> None:
         while q < trie.n_nodes and trie.depth[q] > trie.depth[p]:
             q += 1
         assert trie.end[p] == q
+
+
+@pytest.mark.slow
+def test_transformers_tokenizer_agrees_with_llama(model: LlamaCppModel) -> None:
+    """The vocabulary the transformers integration builds from Gemma's tokenizer (as
+    transformers converts it from the GGUF) equals llama.cpp's, except ``</s>`` (212):
+    llama.cpp makes it an end-of-generation control token, transformers' tokenizer
+    writes it as text; each side's bytes are what that side decodes."""
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+    pytest.importorskip("gguf", reason="gguf is not installed (pip install 'tether[transformers]')")
+    from tether.models.transformers_model import embedded_hf_dir
+
+    tok = transformers.AutoTokenizer.from_pretrained(embedded_hf_dir())
+    hf = Vocabulary.from_hf(tok)
+    llama = model.vocabulary
+    assert hf.size == llama.size == 262_144
+    differ = [i for i in range(hf.size) if hf.tokens[i] != llama.tokens[i]]
+    assert differ == [212] and hf.tokens[212] == b"</s>" and llama.tokens[212] == b""
+    assert tok.decode([212]) == "</s>"
+    assert hf.eos_ids == (1,) and set(llama.eos_ids) == {1, 106, 212}
+    for i in (100, 236743, 9259, 262_000):
+        assert hf.tokens[i].decode("utf-8", "replace") == tok.decode([i], skip_special_tokens=True)

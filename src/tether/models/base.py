@@ -10,9 +10,11 @@ Two kinds of model (outlines' split):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from tether.errors import ContextLengthError, ModelError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,11 +64,20 @@ class Model(Protocol):
     array of width ``n_logits`` (which may exceed ``vocabulary.size``: padding rows are
     never allowed). Backends reuse the KV cache of the longest common prefix with the
     previous call. The returned array may be a view valid only until the next call.
+
+    ``n_ctx`` is the context window in tokens: the most tokens ``logits`` accepts
+    (prompt and output together), or None when the backend cannot know it (a remote
+    server). Callers check a prompt against it before decoding; a backend raises
+    `ContextLengthError` (before evaluating anything) for longer sequences, and
+    `ModelArgumentError` for token ids outside ``[0, vocabulary.n_logits)`` or an
+    empty sequence. No backend lets its library's own exceptions out: failures are
+    `ModelError` (``retryable`` where a retry may help).
     """
 
     vocabulary: Vocabulary
     costs: Costs
     name: str
+    n_ctx: int | None
 
     @property
     def eos_ids(self) -> tuple[int, ...]: ...
@@ -76,3 +87,104 @@ class Model(Protocol):
     def detokenize(self, tokens: Sequence[int]) -> bytes: ...
 
     def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]: ...
+
+
+class ModelArgumentError(ModelError, ValueError):
+    """A bad argument to a model backend: a load option (unknown name, wrong type, out of
+    range), a token id outside the vocabulary, an empty token sequence. Names the
+    argument. A `ModelError` and a ``ValueError``."""
+
+    def __init__(self, message: str, *, argument: str = "") -> None:
+        self.argument = argument
+        super().__init__(message)
+
+
+def check_tokens(tokens: Sequence[int], n_vocab: int, n_ctx: int | None,
+                 what: str = "logits()") -> list[int]:
+    """``tokens`` as a list of ints after the checks every backend makes before
+    evaluating: non-empty, each an integer in ``[0, n_vocab)``, at most ``n_ctx`` of them.
+
+    Raises:
+        ModelArgumentError: empty, a non-integer, or an id outside the vocabulary.
+        ContextLengthError: more than ``n_ctx`` tokens.
+    """
+    if isinstance(tokens, str | bytes):
+        raise ModelArgumentError(f"{what} takes token ids, not {type(tokens).__name__}",
+                                 argument="tokens")
+    try:
+        toks = [_as_token(t) for t in tokens]
+    except (TypeError, ValueError):
+        raise ModelArgumentError(f"{what} takes a sequence of integer token ids",
+                                 argument="tokens") from None
+    if not toks:
+        raise ModelArgumentError(f"{what} needs at least one token (start with the BOS token)",
+                                 argument="tokens")
+    lo, hi = min(toks), max(toks)
+    if lo < 0 or hi >= n_vocab:
+        bad = lo if lo < 0 else hi
+        raise ModelArgumentError(
+            f"token id {bad} at position {toks.index(bad)} is outside the vocabulary [0, {n_vocab})",
+            argument="tokens")
+    if n_ctx is not None and len(toks) > n_ctx:
+        raise ContextLengthError(n_ctx, len(toks))
+    return toks
+
+
+def _as_token(t: Any) -> int:
+    """An integer token id (bools and floats are not token ids)."""
+    if isinstance(t, bool) or not hasattr(t, "__index__"):
+        raise TypeError(t)
+    return t.__index__()  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class IntOption:
+    """An integer load option in ``[lo, hi]`` (``none_ok``: None means the default)."""
+
+    lo: int
+    hi: int
+    none_ok: bool = True
+    doc: str = ""
+
+    def check(self, name: str, value: Any) -> None:
+        if value is None and self.none_ok:
+            return
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ModelArgumentError(
+                f"option {name}={value!r}: expected an integer in [{self.lo}, {self.hi}]"
+                + (" or None" if self.none_ok else ""), argument=name)
+        if not self.lo <= value <= self.hi:
+            raise ModelArgumentError(
+                f"option {name}={value} is out of range [{self.lo}, {self.hi}]", argument=name)
+
+
+def check_options(options: Mapping[str, Any], known: Mapping[str, IntOption | type | tuple[type, ...]],
+                  backend: str) -> None:
+    """Validate a backend's load options: every name known, every value of its type/range.
+
+    ``known`` maps a name to an `IntOption` or to the accepted type(s) (None always
+    accepted: the default).
+
+    Raises:
+        ModelArgumentError: naming the unknown options (and the known ones), or the bad value.
+    """
+    unknown = sorted(k for k in options if k not in known)
+    if unknown:
+        raise ModelArgumentError(
+            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for "
+            f"the {backend} backend; known: {', '.join(sorted(known))}", argument=unknown[0])
+    for name, value in options.items():
+        rule = known[name]
+        if isinstance(rule, IntOption):
+            rule.check(name, value)
+        elif value is not None and (not isinstance(value, rule) or (
+                isinstance(value, bool) and bool not in (rule if isinstance(rule, tuple) else (rule,)))):
+            types = rule if isinstance(rule, tuple) else (rule,)
+            raise ModelArgumentError(
+                f"option {name}={value!r}: expected {' or '.join(t.__name__ for t in types)}",
+                argument=name)
+
+
+# Options every steerable local backend shares (llama.cpp, transformers).
+N_THREADS = IntOption(1, 1024, doc="compute threads")
+SEED = IntOption(0, 2**32 - 1, doc="seed kept for the backend's own sampler")

@@ -29,8 +29,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.errors import MissingDependencyError, ModelError
-from tether.models.base import Costs
+from tether.errors import ContextLengthError, MissingDependencyError, ModelError
+from tether.models.base import (
+    N_THREADS,
+    SEED,
+    Costs,
+    IntOption,
+    ModelArgumentError,
+    check_options,
+    check_tokens,
+)
 
 if TYPE_CHECKING:
     from tether.tokens import Vocabulary
@@ -53,7 +61,7 @@ def _close_all() -> None:
 def _llama_cpp() -> Any:
     try:
         import llama_cpp
-    except ImportError:
+    except (ImportError, OSError):  # OSError: the shared library cannot be loaded
         raise MissingDependencyError("llama-cpp-python (the llama.cpp bindings)", "llama") from None
     return llama_cpp
 
@@ -114,21 +122,52 @@ def embedded_model_path() -> Path:
     return path
 
 
+# Other llama.cpp parameters a caller may set, each with its accepted values (a curated
+# list: an enum field given an arbitrary integer can trip an assertion in C and abort
+# the process). Fields this llama.cpp build lacks are refused as unknown.
+_EXTRA_OPTIONS: dict[str, tuple[str, IntOption | type]] = {
+    "check_tensors": ("model", bool),
+    "main_gpu": ("model", IntOption(0, 255, none_ok=False)),
+    "split_mode": ("model", IntOption(0, 2, none_ok=False)),  # none, layer, row
+    "offload_kqv": ("context", bool),
+    "op_offload": ("context", bool),
+    "flash_attn_type": ("context", IntOption(-1, 1, none_ok=False)),  # auto, off, on
+}
+
+LLAMA_OPTIONS = {
+    "n_ctx": IntOption(1, 1 << 24, doc="context window in tokens (at most the model's trained one)"),
+    "n_threads": N_THREADS,
+    "n_gpu_layers": IntOption(-1, 1 << 30, none_ok=False, doc="layers offloaded to a GPU (-1: all)"),
+    "n_batch": IntOption(1, 1 << 16, none_ok=False, doc="most tokens per llama_decode"),
+    "n_seq": IntOption(1, 256, none_ok=False, doc="KV-cache slots for logits_batch"),
+    "seed": SEED,
+    "verbose": bool,
+}
+
+
 class LlamaCppModel:
     """A steerable model backed by llama.cpp; see the module docstring.
 
     Args:
         path: a ``.gguf`` file; None loads the embedded Gemma 3 270M.
         n_threads: compute threads; None = ``default_threads()``.
-        n_ctx: context length in tokens (KV cache size).
+        n_ctx: context length in tokens (KV cache size); at most the model's trained
+            context. None: 4096, or the trained context if smaller.
+        n_gpu_layers: layers offloaded to a GPU when llama.cpp was built with one (-1: all).
         n_batch: most tokens sent to ``llama_decode`` at once (longer prompts are split).
         n_seq: KV-cache slots for ``logits_batch`` (beams, samples): each slot keeps one
             sequence's cache; slots share the cells of common prefixes.
+        seed: accepted for compatibility with ``llama_cpp.Llama(seed=...)`` and kept as
+            ``self.seed``; logits do not depend on it (sampling seeds are ``generate(seed=)``).
         verbose: let llama.cpp log to stderr.
+        llama_options: a few more llama.cpp parameters, checked (``flash_attn_type``
+            -1/0/1, ``offload_kqv``, ``op_offload``, ``check_tensors``, ``main_gpu``,
+            ``split_mode``); anything else is refused, naming the known options.
 
     Raises:
         MissingDependencyError: llama-cpp-python or the model package is missing.
-        ModelError: the file cannot be loaded.
+        ModelArgumentError: an unknown option, or a value of the wrong type or range.
+        ModelError: the file is missing or cannot be loaded.
 
     Not thread-safe: one call at a time per instance.
     """
@@ -138,28 +177,63 @@ class LlamaCppModel:
         path: str | Path | None = None,
         *,
         n_threads: int | None = None,
-        n_ctx: int = 4096,
+        n_ctx: int | None = None,
+        n_gpu_layers: int = 0,
         n_batch: int = 512,
         n_seq: int = 8,
+        seed: int | None = None,
         verbose: bool = False,
+        _llama: Any = None,
+        **llama_options: Any,
     ) -> None:
+        self._model = self._ctx = self._batch = None
+        check_options(dict(n_threads=n_threads, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers,
+                           n_batch=n_batch, n_seq=n_seq, seed=seed, verbose=verbose),
+                      LLAMA_OPTIONS, "llama.cpp")
         if not 1 <= n_seq <= n_batch:
-            raise ValueError(f"n_seq must lie in [1, n_batch={n_batch}]; got {n_seq}")
+            raise ModelArgumentError(f"option n_seq={n_seq} must lie in [1, n_batch={n_batch}]",
+                                     argument="n_seq")
+        if path is not None and not isinstance(path, str | Path):
+            raise ModelArgumentError(f"model path must be a str or Path, not {type(path).__name__}",
+                                     argument="path")
         lib = _init_backend(verbose)
         self._lib = lib
-        self.path = Path(path) if path is not None else embedded_model_path()
-        self.name = EMBEDDED_NAME if path is None else self.path.stem
-        if not self.path.is_file():
-            raise ModelError(f"model file not found: {self.path}")
-        self.n_threads = n_threads or default_threads()
-        self.costs = Costs()
-
         mparams = lib.llama_model_default_params()
-        mparams.n_gpu_layers = 0
-        self._model = lib.llama_model_load_from_file(str(self.path).encode(), mparams)
-        if not self._model:
-            raise ModelError(f"llama.cpp could not load {self.path} (not a supported GGUF model?)")
         cparams = lib.llama_context_default_params()
+        self._set_options(mparams, cparams, llama_options)
+        self._owner = _llama  # a llama_cpp.Llama whose weights this model shares
+        if _llama is not None:
+            placed = sorted(k for k in llama_options if _EXTRA_OPTIONS[k][0] == "model")
+            if placed:
+                raise ModelArgumentError(f"option {placed[0]!r} cannot be set for a loaded Llama "
+                                         "(its weights are already placed)", argument=placed[0])
+            self.path = Path(str(getattr(_llama, "model_path", "") or "llama"))
+            self.name = self.path.stem
+            self._model = None
+            self._own_model = False
+            model_ptr = _llama._model.model
+        else:
+            self.path = Path(path) if path is not None else embedded_model_path()
+            self.name = EMBEDDED_NAME if path is None else self.path.stem
+            if not self.path.is_file():
+                raise ModelError(f"model file not found: {self.path}")
+            mparams.n_gpu_layers = n_gpu_layers
+            self._own_model = True
+            model_ptr = lib.llama_model_load_from_file(str(self.path).encode(), mparams)
+            if not model_ptr:
+                raise ModelError(f"llama.cpp could not load {self.path} (not a supported GGUF model?)")
+        self._model = model_ptr
+        self.n_threads = n_threads or default_threads()
+        self.seed = seed
+        self.costs = Costs()
+        n_train = int(lib.llama_model_n_ctx_train(self._model))
+        if n_ctx is None:
+            n_ctx = min(4096, n_train) if n_train > 0 else 4096
+        elif n_train > 0 and n_ctx > n_train:
+            self.close()
+            raise ModelArgumentError(
+                f"option n_ctx={n_ctx} exceeds the context {self.name!r} was trained for ({n_train})",
+                argument="n_ctx")
         cparams.n_ctx = n_ctx
         cparams.n_batch = n_batch
         cparams.n_ubatch = n_batch
@@ -175,12 +249,18 @@ class LlamaCppModel:
         cparams.swa_full = True
         self._ctx = lib.llama_init_from_model(self._model, cparams)
         if not self._ctx:
-            lib.llama_model_free(self._model)
-            self._model = None
+            self.close()
             raise ModelError(f"llama.cpp could not create a context for {self.path} (n_ctx={n_ctx})")
         self._vocab = lib.llama_model_get_vocab(self._model)
         self._mem = lib.llama_get_memory(self._ctx)
-        self.n_ctx = lib.llama_n_ctx(self._ctx)
+        self.n_ctx: int = int(lib.llama_n_ctx(self._ctx))
+        # llama.cpp clamps the batch to the context (n_ctx < n_batch): use what it took,
+        # or a longer batch would trip its assertion and abort the process
+        n_batch = min(n_batch, int(lib.llama_n_batch(self._ctx)), int(lib.llama_n_ubatch(self._ctx)))
+        if n_seq > n_batch:
+            self.close()
+            raise ModelArgumentError(f"option n_seq={n_seq} exceeds the batch llama.cpp took "
+                                     f"({n_batch}, at most n_ctx)", argument="n_seq")
         self.n_batch = n_batch
         self.n_vocab = lib.llama_vocab_n_tokens(self._vocab)
         self.n_seq = n_seq
@@ -198,6 +278,48 @@ class LlamaCppModel:
         self._slots: list[list[int]] = [[] for _ in range(n_seq)]
         self._last_logits: NDArray[np.float32] | None = None  # valid for _slots[0]
         _LIVE.add(self)
+
+    @classmethod
+    def from_llama(cls, llama: Any, **options: Any) -> LlamaCppModel:
+        """A model sharing the weights of a loaded ``llama_cpp.Llama`` (nothing reloaded).
+
+        tether runs its own llama.cpp context on those weights (its KV-cache slots need
+        ``kv_unified`` and ``swa_full``), so the ``Llama`` keeps its own cache and both
+        can be used. ``n_ctx`` and ``n_threads`` default to the ``Llama``'s; the other
+        options are as for the constructor (``n_gpu_layers`` is the ``Llama``'s: the
+        weights are already placed). The ``Llama`` is kept alive by this model.
+
+        Raises:
+            ModelArgumentError: ``llama`` is not a loaded ``llama_cpp.Llama``, or a bad option.
+        """
+        llama_cpp = _llama_cpp()
+        if not isinstance(llama, llama_cpp.Llama):
+            raise ModelArgumentError(f"expected a llama_cpp.Llama, not {type(llama).__name__}",
+                                     argument="llama")
+        inner = getattr(llama, "_model", None)
+        if inner is None or not getattr(inner, "model", None):
+            raise ModelError("this llama_cpp.Llama has no loaded model (was it closed?)")
+        if "n_gpu_layers" in options:
+            raise ModelArgumentError("option n_gpu_layers cannot be set for a loaded Llama "
+                                     "(its weights are already placed)", argument="n_gpu_layers")
+        options.setdefault("n_ctx", int(llama.n_ctx()))
+        options.setdefault("n_threads", int(llama.context_params.n_threads))
+        return cls(None, _llama=llama, **options)
+
+    def _set_options(self, mparams: Any, cparams: Any, options: dict[str, Any]) -> None:
+        """Set the llama.cpp parameters named by ``options`` (see ``_EXTRA_OPTIONS``)."""
+        structs = {"model": mparams, "context": cparams}
+        available = {k for k, (where, _) in _EXTRA_OPTIONS.items()
+                     if any(name == k for name, _t in type(structs[where])._fields_)}
+        unknown = sorted(k for k in options if k not in available)
+        if unknown:
+            known = sorted({*LLAMA_OPTIONS, *available})
+            raise ModelArgumentError(
+                f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                f"for the llama.cpp backend; known: {', '.join(known)}", argument=unknown[0])
+        check_options(options, {k: _EXTRA_OPTIONS[k][1] for k in options}, "llama.cpp")
+        for name, value in options.items():
+            setattr(structs[_EXTRA_OPTIONS[name][0]], name, value)
 
     # -- Model protocol --------------------------------------------------------------
 
@@ -223,7 +345,13 @@ class LlamaCppModel:
         """llama.cpp's tokenization of ``text``; ``special`` parses ``<end_of_turn>`` etc."""
         if not self._model:
             raise ModelError(f"model {self.name!r} is closed")
-        data = text.encode() if isinstance(text, str) else bytes(text)
+        if not isinstance(text, str | bytes | bytearray):
+            raise ModelArgumentError(f"tokenize() takes str or bytes, not {type(text).__name__}",
+                                     argument="text")
+        try:
+            data = text.encode() if isinstance(text, str) else bytes(text)
+        except UnicodeEncodeError as exc:  # lone surrogates
+            raise ModelArgumentError(f"text is not encodable as UTF-8: {exc}", argument="text") from None
         n_max = len(data) + 8
         buf = (self._lib.llama_token * n_max)()
         n = self._lib.llama_tokenize(self._vocab, data, len(data), buf, n_max, add_bos, special)
@@ -246,14 +374,19 @@ class LlamaCppModel:
         llama.cpp's buffer, valid until the next call: copy it to keep it.
 
         Raises:
-            ValueError: empty ``tokens``, or more than ``n_ctx`` of them.
+            ModelArgumentError: empty ``tokens``, or an id outside the vocabulary.
+            ContextLengthError: more than ``n_ctx`` tokens (checked before evaluating).
             ModelError: llama.cpp failed to evaluate.
         """
-        toks = self._check([int(t) for t in tokens])
+        toks = self._check(tokens)
         if self._last_logits is not None and self._slots[0] == toks:
             return self._last_logits
-        keep = self._trim(0, _common_prefix(self._slots[0], toks, len(toks) - 1))
-        rows = self._decode([(0, toks, keep)])
+        try:
+            keep = self._trim(0, _common_prefix(self._slots[0], toks, len(toks) - 1))
+            rows = self._decode([(0, toks, keep)])
+        except ContextLengthError:  # other slots held the cells: start from an empty cache
+            keep = 0
+            rows = self._decode([(0, toks, 0)])
         self.costs.model_calls += 1
         self.costs.evaluated_tokens += len(toks) - keep
         self._last_logits = np.ctypeslib.as_array(
@@ -269,16 +402,22 @@ class LlamaCppModel:
         copy nothing), so only new tokens are evaluated.
 
         Raises:
-            ValueError: an empty sequence, or one longer than ``n_ctx``.
+            ModelArgumentError: an empty sequence, or an id outside the vocabulary.
+            ContextLengthError: a sequence longer than ``n_ctx``, or sequences whose cache
+                cells together do not fit the (shared) context.
             ModelError: llama.cpp failed to evaluate.
         """
-        reqs = [self._check([int(t) for t in s]) for s in seqs]
+        reqs = [self._check(s) for s in seqs]
         out = np.empty((len(reqs), self.n_vocab), np.float32)
         for lo in range(0, len(reqs), self.n_seq):
             group = reqs[lo : lo + self.n_seq]
             plan = self._plan_slots(group)
             self._last_logits = None
-            rows = self._decode(plan)
+            try:
+                rows = self._decode(plan)
+            except ContextLengthError:  # cached slots held the cells: retry on an empty cache
+                plan = self._plan_slots(group)
+                rows = self._decode(plan)
             for i, row in enumerate(rows):
                 ptr = self._lib.llama_get_logits_ith(self._ctx, row)
                 out[lo + i] = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
@@ -327,8 +466,10 @@ class LlamaCppModel:
             lib.llama_free(self._ctx)
             self._ctx = None
         if getattr(self, "_model", None):
-            lib.llama_model_free(self._model)
+            if getattr(self, "_own_model", False):
+                lib.llama_model_free(self._model)
             self._model = None
+        self._owner = None
         self._last_logits = None
 
     def __del__(self) -> None:
@@ -344,14 +485,10 @@ class LlamaCppModel:
 
     # -- internals -------------------------------------------------------------------
 
-    def _check(self, toks: list[int]) -> list[int]:
+    def _check(self, tokens: Sequence[int]) -> list[int]:
         if not self._ctx:
             raise ModelError(f"model {self.name!r} is closed")
-        if not toks:
-            raise ValueError("logits() needs at least one token (start with the BOS token)")
-        if len(toks) > self.n_ctx:
-            raise ValueError(f"{len(toks)} tokens do not fit the context of {self.n_ctx} tokens")
-        return toks
+        return check_tokens(tokens, self.n_vocab, self.n_ctx)
 
     def _trim(self, slot: int, keep: int) -> int:
         """Keep the first ``keep`` tokens of ``slot``; return how many were kept."""
@@ -434,8 +571,9 @@ class LlamaCppModel:
             rc = self._lib.llama_decode(self._ctx, self._batch)
             if rc != 0:
                 self.reset()
-                hint = " (the KV cache is full: raise n_ctx or lower n_seq)" if rc == 1 else ""
-                raise ModelError(f"llama_decode failed with status {rc}{hint}", retryable=rc == 1)
+                if rc == 1:  # no KV-cache cells left: the slots together outgrew n_ctx
+                    raise ContextLengthError(self.n_ctx, sum(len(t) for _, t, _ in plan))
+                raise ModelError(f"llama_decode failed with status {rc}")
             for slot, tok, _pos in chunk:
                 self._slots[slot].append(tok)
         m = len(chunks[-1])

@@ -24,7 +24,9 @@ HTTP goes through the standard library (no extra dependency). Network failures r
 
 from __future__ import annotations
 
+import http.client
 import json
+import math
 import os
 import urllib.error
 import urllib.request
@@ -32,7 +34,25 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tether.errors import ModelError
-from tether.models.base import Costs
+from tether.models.base import Costs, IntOption, ModelArgumentError, check_options
+
+OPENAI_OPTIONS: dict[str, Any] = {"model": str, "api_key": str, "timeout": (int, float),
+                                  "n_ctx": IntOption(1, 1 << 30)}
+
+# what a broken connection raises from urllib: refused/reset sockets, timeouts, a
+# server that hangs up mid-reply or sends a malformed status line
+_NETWORK_ERRORS = (urllib.error.URLError, OSError, http.client.HTTPException)
+
+
+def _json_reply(raw: bytes, url: str) -> dict[str, Any]:
+    """The JSON object of a reply body; a ModelError for anything else."""
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ModelError(f"{url} answered with a body that is not JSON: {raw[:200]!r}") from None
+    if not isinstance(value, dict):
+        raise ModelError(f"{url} answered with JSON that is not an object: {raw[:200]!r}")
+    return value
 
 
 class OpenAIModel:
@@ -43,12 +63,26 @@ class OpenAIModel:
         model: the model name sent with each request (None: the server's default).
         api_key: bearer token; default ``$OPENAI_API_KEY`` if set.
         timeout: seconds per request.
+        n_ctx: the server model's context window, if known; None (the default) means
+            unknown: tether cannot check a prompt's length and the server decides.
+
+    Raises:
+        ModelArgumentError: a bad URL or option.
     """
 
     black_box = True
 
     def __init__(self, base_url: str, model: str | None = None, *, api_key: str | None = None,
-                 timeout: float = 120.0) -> None:
+                 timeout: float = 120.0, n_ctx: int | None = None) -> None:
+        check_options(dict(base_url=base_url, model=model, api_key=api_key, timeout=timeout,
+                           n_ctx=n_ctx), OPENAI_OPTIONS | {"base_url": str}, "openai")
+        if not base_url.startswith(("http://", "https://")):
+            raise ModelArgumentError(f"base_url {base_url!r} is not an http(s) URL", argument="base_url")
+        if not (0 < timeout < math.inf):
+            raise ModelArgumentError(f"option timeout={timeout!r} must be a positive number of seconds",
+                                     argument="timeout")
+        #: the context window; None: unknown (see the class docstring)
+        self.n_ctx: int | None = n_ctx
         url, _, frag = base_url.partition("#")
         self.base_url = url.rstrip("/")
         if not self.base_url.endswith("/v1"):
@@ -71,16 +105,17 @@ class OpenAIModel:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(url, data=data, headers=headers, method="POST")
         try:
+            req = urllib.request.Request(url, data=data, headers=headers, method="POST")
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return json.loads(resp.read().decode())  # type: ignore[no-any-return]
+                raw = resp.read()
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:300]
-            raise ModelError(f"{url} answered HTTP {exc.code}: {detail}",
-                             retryable=exc.code == 429 or exc.code >= 500) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            raise _http_error(url, exc) from None
+        except _NETWORK_ERRORS as exc:
             raise ModelError(f"cannot reach {url}: {exc}", retryable=True) from None
+        except ValueError as exc:  # a URL urllib cannot parse
+            raise ModelArgumentError(f"bad URL {url!r}: {exc}", argument="base_url") from None
+        return _json_reply(raw, url)
 
     def post_stream(self, path: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """POST with ``stream: true``; yield each server-sent event's JSON (until ``[DONE]``)."""
@@ -88,25 +123,32 @@ class OpenAIModel:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(url, data=json.dumps({**body, "stream": True}).encode(),
-                                     headers=headers, method="POST")
         try:
+            req = urllib.request.Request(url, data=json.dumps({**body, "stream": True}).encode(),
+                                         headers=headers, method="POST")
             resp = urllib.request.urlopen(req, timeout=self.timeout)
         except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:300]
-            raise ModelError(f"{url} answered HTTP {exc.code}: {detail}",
-                             retryable=exc.code == 429 or exc.code >= 500) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            raise _http_error(url, exc) from None
+        except _NETWORK_ERRORS as exc:
             raise ModelError(f"cannot reach {url}: {exc}", retryable=True) from None
+        except ValueError as exc:
+            raise ModelArgumentError(f"bad URL {url!r}: {exc}", argument="base_url") from None
         with resp:
-            for raw in resp:
+            lines = iter(resp)
+            while True:
+                try:
+                    raw = next(lines)
+                except StopIteration:
+                    return
+                except _NETWORK_ERRORS as exc:
+                    raise ModelError(f"the stream from {url} broke: {exc}", retryable=True) from None
                 line = raw.decode("utf-8", "replace").strip()
                 if not line.startswith("data:"):
                     continue
                 data = line[5:].strip()
                 if data == "[DONE]":
                     return
-                yield json.loads(data)
+                yield _json_reply(data.encode(), url)
 
     def stream(self, prompt: Any, *, chat: bool, **params: Any) -> Iterator[str]:
         """Text pieces of a streamed completion (``chat``: ``/chat/completions``)."""
@@ -160,17 +202,36 @@ class OpenAIModel:
     def tokenize(self, text: str, *, add_bos: bool = False) -> list[int]:
         """Server-side tokenization (llama.cpp's ``/extras/tokenize``); no BOS."""
         reply = self.post("/extras/tokenize", self._with_model({"input": text}), root=True)
-        toks = [int(t) for t in reply["tokens"]]
+        toks = reply.get("tokens")
+        if not isinstance(toks, list) or not all(isinstance(t, int) and not isinstance(t, bool)
+                                                 for t in toks):
+            raise ModelError(f"/extras/tokenize answered without a list of token ids: {str(reply)[:200]}")
         return toks
 
     def detokenize(self, tokens: Sequence[int]) -> bytes:
         reply = self.post("/extras/detokenize", self._with_model({"tokens": list(tokens)}), root=True)
-        return str(reply["text"]).encode()
+        text = reply.get("text")
+        if not isinstance(text, str):
+            raise ModelError(f"/extras/detokenize answered without a text: {str(reply)[:200]}")
+        return text.encode("utf-8", "replace")
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.base_url!r}, model={self.model!r})"
 
 
+def _http_error(url: str, exc: urllib.error.HTTPError) -> ModelError:
+    """A ModelError for an HTTP error status (retryable: 408, 429 and 5xx)."""
+    try:
+        detail = exc.read().decode("utf-8", "replace")[:300]
+    except _NETWORK_ERRORS:
+        detail = ""
+    return ModelError(f"{url} answered HTTP {exc.code}: {detail}",
+                      retryable=exc.code in (408, 429) or exc.code >= 500)
+
+
 def load(spec: str, **options: Any) -> OpenAIModel:
-    """`tether.models.load_model` entry: ``http(s)://host[:port][/v1][#model]``."""
+    """`tether.models.load_model` entry: ``http(s)://host[:port][/v1][#model]``.
+
+    Raises ModelArgumentError for unknown options (naming them)."""
+    check_options(options, OPENAI_OPTIONS, "openai")
     return OpenAIModel(spec, **options)

@@ -13,7 +13,8 @@ Tokenization is greedy longest-match over the vocabulary (with BOS when asked). 
 counts `Costs` as a real backend does: one model call per ``logits``, evaluated tokens
 after reuse of the common prefix with the previous call. It also offers
 ``logits_rows`` (selective logits: the same numbers, computed for some rows only) and
-``logits_batch``, so the decoders' paths for both can be tested.
+``logits_batch``, so the decoders' paths for both can be tested. ``n_ctx`` (default
+None: unbounded) makes it raise `ContextLengthError` like a real backend.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.models.base import Costs
+from tether.models.base import Costs, check_tokens
 from tether.tokens import Vocabulary
 
 DEFAULT_TOKENS = (
@@ -49,6 +50,7 @@ class ScriptedModel:
         seed: int = 0,
         name: str = "scripted",
         selective_threshold: int = 16,
+        n_ctx: int | None = None,
     ) -> None:
         raw = [t.encode() if isinstance(t, str) else bytes(t) for t in tokens]
         specials = {i for i, t in enumerate(raw) if t in (b"<bos>", b"<eos>", b"<pad>")}
@@ -61,6 +63,8 @@ class ScriptedModel:
         )
         self.costs = Costs()
         self.name = name
+        #: the context window (None: unbounded); longer sequences raise ContextLengthError
+        self.n_ctx = n_ctx
         self.target = target.encode() if isinstance(target, str) else target
         self.script = script
         self.seed = seed
@@ -134,19 +138,20 @@ class ScriptedModel:
         self._last = list(tokens)
 
     def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]:
-        toks = list(tokens)
+        toks = check_tokens(tokens, self.vocabulary.n_logits, self.n_ctx)
         self._account(toks)
         return self._compute(toks)
 
     def logits_rows(self, tokens: Sequence[int], ids: NDArray[np.int64]) -> NDArray[np.float32]:
         """Selective logits: the same values as ``logits(tokens)[ids]``."""
-        toks = list(tokens)
+        toks = check_tokens(tokens, self.vocabulary.n_logits, self.n_ctx)
         self._account(toks)
         return self._compute(toks)[np.asarray(ids)]
 
     def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]:
         """Logits for several sequences in one (counted) call."""
-        rows = [self._compute(list(s)) for s in seqs]
+        seqs = [check_tokens(s, self.vocabulary.n_logits, self.n_ctx) for s in seqs]
+        rows = [self._compute(s) for s in seqs]
         self.costs.model_calls += 1
         self.costs.evaluated_tokens += sum(len(s) for s in seqs)
         self.calls_log.append(sum(len(s) for s in seqs))

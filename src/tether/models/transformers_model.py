@@ -30,8 +30,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.errors import ModelError, require
-from tether.models.base import Costs
+from tether.errors import MissingDependencyError, ModelError, TetherError, require
+from tether.models.base import (
+    N_THREADS,
+    Costs,
+    IntOption,
+    ModelArgumentError,
+    check_options,
+    check_tokens,
+)
 
 EMBEDDED_HF_DIR = Path.home() / ".cache" / "tether" / "gemma3-270m-hf"
 
@@ -52,15 +59,36 @@ class TransformersModel:
         selective_threshold: allowed-set size up to which selective logits are used;
             None measures it (`calibrate_selective`), 0 turns them off.
         n_threads: torch CPU threads (process-wide); default as for llama.cpp.
+        n_ctx: context window; default (and maximum) the model's
+            ``max_position_embeddings``.
+
+    Raises:
+        MissingDependencyError: torch or transformers is missing.
+        ModelArgumentError: an option of the wrong type or range (unknown options are
+            refused by `load`).
+        ModelError: the model cannot be loaded (the library's exception is in the message).
     """
 
     def __init__(self, path: str | Path, *, gguf_file: str | None = None, device: str | None = None,
                  dtype: str | None = None, selective_threshold: int | None = None,
                  model: Any = None, tokenizer: Any = None, tokenize_with: Any = None,
-                 n_threads: int | None = None) -> None:
+                 n_threads: int | None = None, n_ctx: int | None = None) -> None:
+        check_options(dict(path=path, gguf_file=gguf_file, device=device, dtype=dtype,
+                           selective_threshold=selective_threshold, n_threads=n_threads,
+                           n_ctx=n_ctx), TRANSFORMERS_OPTIONS | {"path": (str, Path)},
+                      "transformers")
         torch = require("torch", "transformers")
         transformers = require("transformers", "transformers")
         self._torch = torch
+        if dtype is not None and not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise ModelArgumentError(f"option dtype={dtype!r} is not a torch dtype name "
+                                     "(float32, bfloat16, float16...)", argument="dtype")
+        if device is not None:
+            try:
+                torch.device(device)
+            except (RuntimeError, ValueError, TypeError):
+                raise ModelArgumentError(f"option device={device!r} is not a torch device",
+                                         argument="device") from None
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if self.device == "cpu":
             # torch's process-wide CPU threads: as for llama.cpp, one thread on machines
@@ -75,9 +103,13 @@ class TransformersModel:
         try:
             self.tokenizer = tokenizer or transformers.AutoTokenizer.from_pretrained(str(path), **kw)
             self.hf = model or transformers.AutoModelForCausalLM.from_pretrained(str(path), dtype=tdtype, **kw)
-        except (OSError, ValueError) as exc:
-            raise ModelError(f"transformers could not load {path}: {exc}") from None
-        self.hf.to(self.device).eval()
+            self.hf.to(self.device).eval()
+        except ImportError as exc:  # e.g. gguf or accelerate missing for a GGUF file
+            raise MissingDependencyError(str(exc.name or exc), "transformers") from None
+        except TetherError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- any library failure is a load failure
+            raise ModelError(f"transformers could not load {path}: {type(exc).__name__}: {exc}") from None
         _say(f"loaded {path} with transformers ({time.perf_counter() - t0:.1f} s)")
         self.name = Path(str(path)).name if gguf_file is None else Path(gguf_file).stem
         self.costs = Costs()
@@ -102,10 +134,19 @@ class TransformersModel:
         self._h: Any = None  # final hidden state after self._cached
         self.selective_threshold = (self.calibrate_selective() if selective_threshold is None
                                     else int(selective_threshold))
+        n_pos = getattr(getattr(self.hf, "config", None), "max_position_embeddings", None)
+        trained = int(n_pos) if isinstance(n_pos, int) and n_pos > 0 else None
+        if n_ctx is not None and trained is not None and n_ctx > trained:
+            raise ModelArgumentError(f"option n_ctx={n_ctx} exceeds the model's "
+                                     f"max_position_embeddings ({trained})", argument="n_ctx")
+        #: the context window (None: the model's config does not say)
+        self.n_ctx: int | None = n_ctx if n_ctx is not None else trained
+        self._n_embed = int(self.hf.get_input_embeddings().weight.shape[0])
 
     @classmethod
     def embedded(cls, **options: Any) -> TransformersModel:
-        """The embedded Gemma 3 270M through transformers (converted from the GGUF once).
+        """The embedded Gemma 3 270M through transformers (converted from the GGUF once,
+        `embedded_hf_dir`).
 
         Tokenization is llama.cpp's on the same GGUF when llama-cpp-python is installed:
         transformers' conversion of this GGUF's tokenizer splits text into characters,
@@ -121,19 +162,7 @@ class TransformersModel:
                 options["tokenize_with"] = LlamaCppModel(gguf, n_ctx=256)
             except ImportError:
                 pass
-        if (EMBEDDED_HF_DIR / "config.json").exists():
-            return cls(EMBEDDED_HF_DIR, **options)
-        _say("converting the embedded GGUF for transformers (once; several minutes)")
-        m = cls(gguf.parent, gguf_file=gguf.name, **options)
-        EMBEDDED_HF_DIR.mkdir(parents=True, exist_ok=True)
-        m.tokenizer.save_pretrained(EMBEDDED_HF_DIR)
-        # the weights are already dequantized to float32: drop the GGUF quantizer marker,
-        # which transformers refuses to serialize
-        m.hf.hf_quantizer = None
-        if hasattr(m.hf.config, "quantization_config"):
-            del m.hf.config.quantization_config
-        m.hf.save_pretrained(EMBEDDED_HF_DIR)
-        return m
+        return cls(embedded_hf_dir(), **options)
 
     # --- Model protocol ------------------------------------------------------------------
     @property
@@ -161,9 +190,7 @@ class TransformersModel:
     def _hidden(self, tokens: Sequence[int]) -> Any:
         """Final hidden state after ``tokens`` (KV cache of the common prefix reused)."""
         torch = self._torch
-        toks = [int(t) for t in tokens]
-        if not toks:
-            raise ValueError("logits() needs at least one token (start with the BOS token)")
+        toks = check_tokens(tokens, min(self._n_embed, self.vocabulary.n_logits), self.n_ctx)
         if self._h is not None and toks == self._cached:
             return self._h
         keep = 0
@@ -180,8 +207,12 @@ class TransformersModel:
 
             self._cache, keep = DynamicCache(config=self.hf.config), 0
         new = torch.tensor([toks[keep:]], dtype=torch.long, device=self.device)
-        with torch.inference_mode():
-            out = self._base(input_ids=new, past_key_values=self._cache, use_cache=True)
+        try:
+            with torch.inference_mode():
+                out = self._base(input_ids=new, past_key_values=self._cache, use_cache=True)
+        except Exception as exc:  # noqa: BLE001 -- torch's errors (out of memory...) as ModelError
+            self.reset()
+            raise ModelError(f"the forward pass failed: {type(exc).__name__}: {exc}") from None
         self._cache = out.past_key_values
         self._cached = toks
         self._h = out.last_hidden_state[0, -1]
@@ -204,8 +235,12 @@ class TransformersModel:
         """Logits of ``ids`` only (selective multiplication): ``W_u[ids] @ h``."""
         h = self._hidden(tokens)
         torch = self._torch
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        if len(ids) and (ids.min() < 0 or ids.max() >= self._head.weight.shape[0]):
+            raise ModelArgumentError(f"logits_rows(): ids must lie in [0, {self._head.weight.shape[0]})",
+                                     argument="ids")
         with torch.inference_mode():
-            idx = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(self.device)
+            idx = torch.from_numpy(ids).to(self.device)
             return self._finish(torch.mv(self._head.weight.index_select(0, idx), h))
 
     def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]:
@@ -255,9 +290,62 @@ class TransformersModel:
         return f"TransformersModel({self.name}, device={self.device}, selective<= {self.selective_threshold})"
 
 
+TRANSFORMERS_OPTIONS: dict[str, Any] = {
+    "gguf_file": str, "device": str, "dtype": str, "n_threads": N_THREADS,
+    "selective_threshold": IntOption(0, 1 << 31), "n_ctx": IntOption(1, 1 << 24),
+    "model": object, "tokenizer": object, "tokenize_with": object,
+}
+
+
+def embedded_hf_dir() -> Path:
+    """A Hugging Face folder holding the embedded Gemma 3 270M (float32 weights and the
+    tokenizer), converted from the GGUF on first use (about a minute; 1.1 GB in
+    ``~/.cache/tether/gemma3-270m-hf``), so that later loads take seconds.
+
+    Raises:
+        MissingDependencyError: transformers, torch, gguf or the model package is missing.
+        ModelError: the conversion failed.
+    """
+    if (EMBEDDED_HF_DIR / "config.json").exists() and (EMBEDDED_HF_DIR / "tokenizer_config.json").exists():
+        return EMBEDDED_HF_DIR
+    torch = require("torch", "transformers")
+    transformers = require("transformers", "transformers")
+    require("gguf", "transformers")
+    from tether.models.llama_cpp import embedded_model_path
+
+    gguf = embedded_model_path()
+    _say("converting the embedded GGUF for transformers (once; about a minute)")
+    tmp = EMBEDDED_HF_DIR.with_name(EMBEDDED_HF_DIR.name + ".partial")
+    try:
+        tok = transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        hf = transformers.AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                                               dtype=torch.float32)
+        # the weights are already dequantized to float32: drop the GGUF quantizer marker,
+        # which transformers refuses to serialize
+        hf.hf_quantizer = None
+        if hasattr(hf.config, "quantization_config"):
+            del hf.config.quantization_config
+        tmp.mkdir(parents=True, exist_ok=True)
+        tok.save_pretrained(tmp)
+        hf.save_pretrained(tmp)
+        if EMBEDDED_HF_DIR.exists():
+            import shutil
+
+            shutil.rmtree(EMBEDDED_HF_DIR)
+        tmp.rename(EMBEDDED_HF_DIR)
+    except ImportError as exc:
+        raise MissingDependencyError(str(exc.name or exc), "transformers") from None
+    except Exception as exc:  # noqa: BLE001 -- any library failure is a conversion failure
+        raise ModelError(f"converting {gguf} for transformers failed: {type(exc).__name__}: {exc}") from None
+    return EMBEDDED_HF_DIR
+
+
 def load(spec: str, **options: Any) -> TransformersModel:
     """`tether.models.load_model` entry: a directory or hub name; "gemma3-270m" for the
-    embedded model; ``path/file.gguf`` through transformers' GGUF reader."""
+    embedded model; ``path/file.gguf`` through transformers' GGUF reader.
+
+    Raises ModelArgumentError for unknown options (naming them)."""
+    check_options(options, TRANSFORMERS_OPTIONS, "transformers")
     if spec in ("embedded", "gemma3-270m"):
         return TransformersModel.embedded(**options)
     p = Path(spec)

@@ -1,0 +1,165 @@
+"""Per-request constraints in a serving engine's persistent batch (no engine imported).
+
+`request_output(spec)` reads a request's constraint, ``{"json" | "regex" | "choice" |
+"grammar": ...}`` (what ``SamplingParams.extra_args["tether"]`` holds in vLLM), into an
+``output`` for `tether.program.outputs`; it is what ``validate_params`` calls, so a bad
+request is refused before it runs. `BatchConstraints` keeps one matcher per batch row
+and follows the engine's batch edits — requests added to a row, removed, moved one way
+onto another row (the target's old state is dropped) or swapped — and reads each
+request's new output tokens from the live list the engine hands over at ``add``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tether.engine import CompiledConstraint, Matcher
+from tether.errors import ConstraintError, limited
+from tether.grammar import Grammar
+from tether.limits import check
+from tether.program.outputs import regex
+from tether.tokens import Vocabulary
+from tether.tokens.bitmask import allocate_mask, ids_to_mask
+
+KINDS = ("json", "regex", "choice", "grammar")
+
+
+def request_output(spec: Any) -> Any:
+    """The ``output`` a request's constraint names (validated; nothing compiled).
+
+    ``spec`` is a mapping with exactly one of: ``json`` (a JSON Schema: dict, bool or
+    JSON text), ``regex`` (a pattern string), ``choice`` (a non-empty list of strings),
+    ``grammar`` (GBNF text; ``{"grammar": text, "syntax": "lark"}`` for Lark).
+
+    Raises:
+        ConstraintError: a malformed spec (names the key); SchemaError, RegexError,
+            GrammarError, LimitError from lowering. All are ValueErrors.
+    """
+    from tether.program.outputs import output_spec
+
+    if not isinstance(spec, Mapping):
+        raise ConstraintError(f"the tether constraint must be an object, not {type(spec).__name__}")
+    keys = [k for k in spec if k in KINDS]
+    extra = sorted(str(k) for k in spec if k not in (*KINDS, "syntax"))
+    if len(keys) != 1 or extra:
+        raise ConstraintError(
+            f"the tether constraint needs exactly one of {', '.join(KINDS)}"
+            + (f"; unknown keys: {', '.join(map(repr, extra))}" if extra else f"; got {sorted(map(str, spec))}"))
+    kind, value = keys[0], spec[keys[0]]
+    syntax = spec.get("syntax", "gbnf")
+    if "syntax" in spec and kind != "grammar":
+        raise ConstraintError("'syntax' applies to 'grammar' only")
+    if kind == "json":
+        if isinstance(value, str):
+            check("max_text_chars", len(value), "tether.json")
+            try:
+                value = json.loads(value)
+            except (ValueError, RecursionError) as exc:
+                raise ConstraintError(f"tether.json is not JSON: {exc}") from None
+        if not isinstance(value, dict | bool):
+            raise ConstraintError(f"tether.json must be a JSON Schema (object or boolean), not {limited(value)}")
+        output: Any = value
+    elif kind == "regex":
+        if not isinstance(value, str):
+            raise ConstraintError(f"tether.regex must be a string, not {limited(value)}")
+        output = regex(value)
+    elif kind == "choice":
+        if (not isinstance(value, list | tuple) or not value
+                or not all(isinstance(c, str) for c in value)):
+            raise ConstraintError(f"tether.choice must be a non-empty list of strings, not {limited(value)}")
+        check("max_alternatives", len(value), "tether.choice")
+        output = list(value)
+    else:
+        if not isinstance(value, str):
+            raise ConstraintError(f"tether.grammar must be a string, not {limited(value)}")
+        if syntax == "gbnf":
+            output = Grammar.from_gbnf(value, source="tether.grammar")
+        elif syntax == "lark":
+            output = Grammar.from_lark(value, source="tether.grammar")
+        else:
+            raise ConstraintError(f"tether.syntax must be 'gbnf' or 'lark', not {limited(syntax)}")
+    output_spec(output)  # lowers to a grammar: schema and regex errors surface here
+    return output
+
+
+@dataclass
+class _Row:
+    matcher: Matcher
+    tokens: Sequence[int]  # the engine's live list of this request's output tokens
+    consumed: int = 0
+    done: bool = False
+    error: str | None = None
+
+
+class BatchConstraints:
+    """Matchers of the constrained requests of a persistent batch, by row index.
+
+    Args:
+        vocabulary: the model's vocabulary (``n_logits`` = the logits' width).
+        compile_output: ``output -> CompiledConstraint`` (cached by the caller or engine).
+    """
+
+    def __init__(self, vocabulary: Vocabulary,
+                 compile_output: Callable[[Any], CompiledConstraint]) -> None:
+        self.vocabulary = vocabulary
+        self._compile = compile_output
+        self.rows: dict[int, _Row] = {}
+        self._eos_mask = ids_to_mask(vocabulary.eos_ids, vocabulary.size)
+
+    # -- batch edits, in the engine's order: removed, added, moved -----------------------
+    def remove(self, index: int) -> None:
+        self.rows.pop(index, None)
+
+    def add(self, index: int, spec: Any, output_tokens: Sequence[int]) -> None:
+        """A request now at ``index``: constrained by ``spec`` (None: unconstrained, and
+        any stale state of the row is dropped). ``output_tokens`` is read as it grows."""
+        if spec is None:
+            self.rows.pop(index, None)
+            return
+        cc = self._compile(request_output(spec))
+        self.rows[index] = _Row(cc.matcher(), output_tokens)
+
+    def move(self, src: int, dst: int, swap: bool) -> None:
+        """One-way move ``src`` → ``dst`` (whatever ``dst`` held is dropped) or a swap."""
+        a, b = self.rows.pop(src, None), self.rows.pop(dst, None)
+        if a is not None:
+            self.rows[dst] = a
+        if swap and b is not None:
+            self.rows[src] = b
+
+    # -- per step ---------------------------------------------------------------------------
+    def sync(self) -> None:
+        """Consume every constrained request's new output tokens."""
+        eos = self.vocabulary.eos_ids
+        for row in self.rows.values():
+            toks = row.tokens
+            while row.consumed < len(toks) and not row.done and row.error is None:
+                t = int(toks[row.consumed])
+                row.consumed += 1
+                if t in eos and row.matcher.is_accepting():
+                    row.done = True
+                elif not row.matcher.consume(t):
+                    row.error = row.matcher.error or f"token {t} refused"
+
+    def masks(self) -> tuple[list[int], NDArray[np.uint32]]:
+        """The constrained rows (sorted) and their masks (``uint32[rows, words]``): a live
+        row's allowed tokens; a finished or refused row allows EOS only."""
+        self.sync()
+        idx = sorted(self.rows)
+        out = allocate_mask(self.vocabulary.size, batch=max(len(idx), 1))[: len(idx)]
+        for k, i in enumerate(idx):
+            row = self.rows[i]
+            if row.done or row.error is not None:
+                out[k] = self._eos_mask
+            else:
+                row.matcher.compute_mask(out[k])
+        return idx, out
+
+
+__all__ = ["BatchConstraints", "KINDS", "request_output"]
