@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tether.errors import ContextLengthError, ModelError
-from tether.models.base import Costs
+from tether.models.base import Costs, ModelArgumentError, check_tokens
 from tether.models.llama_cpp import LlamaCppModel
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Session:
         Each sequence goes to the slot of this session holding its longest prefix (the
         sequences of a request finish at different steps, so their order shifts)."""
         if len(seqs) > len(self.slots):
-            raise ValueError(f"this session holds {len(self.slots)} sequence slots; got {len(seqs)} sequences")
+            raise ModelArgumentError(f"this session holds {len(self.slots)} sequence slots; got {len(seqs)} sequences")
         toks = [[int(t) for t in s] for s in seqs]
         free = list(self.slots)
         entries = []
@@ -181,11 +181,11 @@ class BatchedLlama:
 
         Raises:
             ContextLengthError: ``cells`` exceed the whole context window.
-            ValueError: ``n`` exceeds the model's slots.
+            ModelArgumentError: ``n`` exceeds the model's slots.
             TimeoutError: ``timeout`` passed first; InterruptedError: ``cancelled`` was set.
         """
         if not 1 <= n <= self.n_slots:
-            raise ValueError(f"a session needs 1 to {self.n_slots} slots; got {n}")
+            raise ModelArgumentError(f"a session needs 1 to {self.n_slots} slots; got {n}")
         if cells > self.n_ctx:
             raise ContextLengthError(self.n_ctx, cells)
         end = None if timeout is None else time.monotonic() + timeout
@@ -222,11 +222,8 @@ class BatchedLlama:
     def _call(self, session: Session, entries: list[tuple[int, list[int]]]) -> NDArray[np.float32]:
         if session.closed:
             raise ModelError("this model session is closed")
-        for _, toks in entries:
-            if not toks:
-                raise ValueError("logits() needs at least one token (start with the BOS token)")
-            if len(toks) > self.n_ctx:
-                raise ContextLengthError(self.n_ctx, len(toks))
+        entries = [(slot, check_tokens(toks, self.model.n_vocab, self.n_ctx))
+                   for slot, toks in entries]
         call = _Call(entries, session)
         with self._cv:
             if self._closed:
