@@ -28,6 +28,7 @@ from tether.grammar.ast import (
     Term,
     normalize,
     overlaps,
+    refs,
     union,
 )
 
@@ -55,31 +56,52 @@ class Facts:
 
     def __init__(self, rules: dict[str, Node], resolve: Callable[[Ref], Node]) -> None:
         self.rules, self.resolve = rules, resolve
+        # worklists over the rule references: a rule is looked at again only when a rule
+        # it uses changed, so a long chain of rules costs linear time, not one sweep per link
+        users: dict[str, set[str]] = {}
+        for name, body in rules.items():
+            for r in refs(body):
+                if r.name in rules:
+                    users.setdefault(r.name, set()).add(name)
         self._nullable: dict[str, bool] = dict.fromkeys(rules, False)
-        changed = True
-        while changed:
-            changed = False
-            for name, body in rules.items():
-                if not self._nullable[name] and self.nullable(body):
-                    self._nullable[name] = changed = True
+        todo = list(rules)
+        queued = set(todo)
+        while todo:
+            name = todo.pop()
+            queued.discard(name)
+            if not self._nullable[name] and self.nullable(rules[name]):
+                self._nullable[name] = True
+                for u in users.get(name, ()):
+                    if u not in queued:
+                        queued.add(u)
+                        todo.append(u)
         self._first: dict[str, Ranges] = dict.fromkeys(rules, ())
-        changed = True
-        while changed:
-            changed = False
-            for name, body in rules.items():
-                f = union(self._first[name], self.first(body))
-                if f != self._first[name]:
-                    self._first[name], changed = f, True
+        todo = list(rules)
+        queued = set(todo)
+        while todo:
+            name = todo.pop()
+            queued.discard(name)
+            f = union(self._first[name], self.first(rules[name]))
+            if f != self._first[name]:
+                self._first[name] = f
+                for u in users.get(name, ()):
+                    if u not in queued:
+                        queued.add(u)
+                        todo.append(u)
         self.follow_rule: dict[str, Ranges] = dict.fromkeys(rules, ())
-        changed = True
-        while changed:
-            changed = False
-            for name, body in rules.items():
-                for ref, fol in self._walk_refs(body, self.follow_rule[name]):
-                    if ref.name in self.follow_rule:
-                        f = union(self.follow_rule[ref.name], fol)
-                        if f != self.follow_rule[ref.name]:
-                            self.follow_rule[ref.name], changed = f, True
+        todo = list(rules)
+        queued = set(todo)
+        while todo:
+            name = todo.pop()
+            queued.discard(name)
+            for ref, fol in self._walk_refs(rules[name], self.follow_rule[name]):
+                if ref.name in self.follow_rule:
+                    f = union(self.follow_rule[ref.name], fol)
+                    if f != self.follow_rule[ref.name]:
+                        self.follow_rule[ref.name] = f
+                        if ref.name not in queued:
+                            queued.add(ref.name)
+                            todo.append(ref.name)
 
     def nullable(self, node: Node) -> bool:
         if isinstance(node, Lit):
