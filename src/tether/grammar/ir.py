@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from tether.limits import deadline
+
 Flavor = Literal["python", "ecma"]
 
 
@@ -239,26 +241,31 @@ class Grammar:
             yield from r.rhs
 
     # -- front ends (imported lazily: the IR module stays dependency-free) ------
+    # Each runs under ``tether.limits.deadline()`` (``Limits.compile_seconds``) and raises
+    # LimitError past the other active limits (text size, rules, nesting, counts).
     @classmethod
     def from_gbnf(cls, text: str, *, start: str = "root", source: str = "", strict: bool = False) -> Grammar:
         """Read llama.cpp's GBNF; see ``tether.grammar.gbnf``. Raises GrammarError."""
         from tether.grammar.gbnf import from_gbnf
 
-        return from_gbnf(text, start=start, source=source, strict=strict)
+        with deadline("loading a grammar"):
+            return from_gbnf(text, start=start, source=source, strict=strict)
 
     @classmethod
     def from_lark(cls, text: str, *, start: str = "start", source: str = "") -> Grammar:
         """Read a Lark grammar; see ``tether.grammar.lark``. Raises GrammarError."""
         from tether.grammar.lark import from_lark
 
-        return from_lark(text, start=start, source=source)
+        with deadline("loading a grammar"):
+            return from_lark(text, start=start, source=source)
 
     @classmethod
     def from_kbnf(cls, text: str, *, start: str | None = None, source: str = "") -> Grammar:
         """Read KBNF-style EBNF (``A ::= ...;``, ``except!``); see ``tether.grammar.kbnf``."""
         from tether.grammar.kbnf import from_kbnf
 
-        return from_kbnf(text, start=start, source=source)
+        with deadline("loading a grammar"):
+            return from_kbnf(text, start=start, source=source)
 
     @classmethod
     def from_regex(cls, pattern: str, *, flavor: Flavor = "python", ignore_case: bool = False) -> Grammar:
@@ -272,7 +279,8 @@ class Grammar:
         """Exactly the given strings. Raises GrammarError if ``choices`` is empty."""
         from tether.grammar.compose import from_choices
 
-        return from_choices(choices)
+        with deadline("loading a grammar"):
+            return from_choices(choices)
 
     @classmethod
     def from_json_schema(cls, schema: object, **options: object) -> Grammar:
@@ -286,14 +294,16 @@ class Grammar:
         """The concatenation of the languages of ``grammars``."""
         from tether.grammar.compose import sequence
 
-        return sequence(*grammars)
+        with deadline("loading a grammar"):
+            return sequence(*grammars)
 
     @classmethod
     def union(cls, *grammars: Grammar) -> Grammar:
         """The union of the languages of ``grammars``."""
         from tether.grammar.compose import union
 
-        return union(*grammars)
+        with deadline("loading a grammar"):
+            return union(*grammars)
 
     def embed(self, other: Grammar, name: str) -> NT:
         """Add ``other`` to this grammar as the rule ``name`` (its rules renamed
