@@ -81,7 +81,7 @@ def main() -> None:
         assert isinstance(g, Grammar)
         mask = np.zeros((len(vocab) + 31) // 32, np.uint32)
 
-        def compile_mask(g: Grammar = g) -> object:
+        def compile_mask(g: Grammar = g, mask: np.ndarray = mask) -> object:
             cc = engine_compile(g, vocab)
             m = cc.matcher()
             m.compute_mask(mask)
@@ -94,7 +94,7 @@ def main() -> None:
             print(line + f" -> {type(m).__name__}: {str(m)[:120]}")
             continue
 
-        def consume(m: object = m) -> object:
+        def consume(m: object = m, mask: np.ndarray = mask, sample: bytes = sample) -> object:
             w = m.copy()  # type: ignore[attr-defined]
             for b in sample:
                 w.compute_mask(mask)

@@ -26,8 +26,8 @@ from tether.engine.slices import DEFAULT_BUCKETS, VocabIndex, vocab_index
 from tether.engine.tables import StepTables
 from tether.engine.walk import fill_mask
 from tether.errors import ConstraintError
-from tether.limits import check_deadline, deadline
 from tether.grammar.ir import Grammar
+from tether.limits import check_deadline, deadline
 from tether.tokens.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
