@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from typing import Any
 
 from tether.grammar.ast import (
     MAX_CP,
@@ -201,9 +202,14 @@ class _Nfa:
         self.eps.append([])
         return len(self.edges) - 1
 
-    def build(self, node: Node, resolve: Callable[[Ref], Node], depth: int = 0) -> tuple[int, int]:
-        if depth > 200:
-            raise RecursionError("lexical expression nests too deeply")
+    def build(self, node: Node, resolve: Callable[[Ref], Node]) -> tuple[int, int]:
+        """(start, end) states of ``node``'s automaton; driven by ``bounds.run`` so that
+        nesting (and inlined rule chains) cost no interpreter stack."""
+        from tether.grammar.bounds import run
+
+        return run(self._build(node, resolve))  # type: ignore[no-any-return]
+
+    def _build(self, node: Node, resolve: Callable[[Ref], Node]) -> Generator[Any, Any, tuple[int, int]]:
         s = self.state()
         if isinstance(node, Lit):
             cur = s
@@ -219,38 +225,38 @@ class _Nfa:
         if isinstance(node, Seq):
             cur = s
             for it in node.items:
-                a, b = self.build(it, resolve, depth + 1)
+                a, b = yield self._build(it, resolve)
                 self.eps[cur].append(a)
                 cur = b
             return s, cur
         if isinstance(node, Alt):
             e = self.state()
             for it in node.items:
-                a, b = self.build(it, resolve, depth + 1)
+                a, b = yield self._build(it, resolve)
                 self.eps[s].append(a)
                 self.eps[b].append(e)
             return s, e
         if isinstance(node, Rep):
             cur = s
             for _ in range(node.lo):
-                a, b = self.build(node.item, resolve, depth + 1)
+                a, b = yield self._build(node.item, resolve)
                 self.eps[cur].append(a)
                 cur = b
             if node.hi is None:
-                a, b = self.build(node.item, resolve, depth + 1)
+                a, b = yield self._build(node.item, resolve)
                 self.eps[cur].append(a)
                 self.eps[b].append(cur)
                 return s, cur
             e = self.state()
             self.eps[cur].append(e)
             for _ in range(node.hi - node.lo):
-                a, b = self.build(node.item, resolve, depth + 1)
+                a, b = yield self._build(node.item, resolve)
                 self.eps[cur].append(a)
                 self.eps[b].append(e)
                 cur = b
             return s, e
         if isinstance(node, Ref):
-            return self.build(resolve(node), resolve, depth + 1)
+            return (yield self._build(resolve(node), resolve))
         raise TypeError(f"no automaton for {type(node).__name__}")
 
     def closure(self, states: set[int] | list[int]) -> frozenset[int]:

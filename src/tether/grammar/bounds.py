@@ -27,7 +27,7 @@ from typing import Any
 
 from tether.errors import GrammarError, LimitError, line_col
 from tether.grammar.ast import Alt, Lit, Node, Ref, Rep, Seq, SetOp
-from tether.limits import check, current
+from tether.limits import check, current  # noqa: F401 (current: for the front ends)
 
 __all__ = [
     "Depth", "check_encodable", "check_rules", "check_text", "code_point", "count", "inlined_sizes", "place", "node_size", "run",

@@ -26,7 +26,7 @@ import re
 from collections.abc import Generator
 from typing import Any
 
-from tether.errors import GrammarError
+from tether.errors import GrammarError, LimitError
 from tether.grammar import bounds
 from tether.grammar.ast import Node, Ref, Rep, Rx, SetOp, alt, refs, seq
 from tether.grammar.gbnf import ast_reachable
@@ -383,6 +383,16 @@ def _check_regular_operands(p: _Parser, text: str, source: str) -> None:
                         f"except! needs a regular operand, but rule '{r.name}' is recursive",
                         text, r.pos, source,
                     )
+            # the operand is spelled as one regex with its rules inlined: bound that
+            lim = bounds.current()
+            depth, size = bounds.node_size(n, {k: v[1] for k, v in acyclic.items()})
+            depth += max((acyclic[r.name][0] for r in refs(n)), default=0)
+            if depth > lim.max_nesting:
+                raise LimitError("max_nesting", depth, lim.max_nesting, bounds.place(text, n.pos, source),
+                                 detail="except! operand with its rules inlined")
+            if size > lim.max_expanded:
+                raise LimitError("max_expanded", size, lim.max_expanded, bounds.place(text, n.pos, source),
+                                 detail="except! operand with its rules inlined")
             continue
         if hasattr(n, "items"):
             stack.extend(n.items)

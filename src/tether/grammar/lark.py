@@ -631,9 +631,10 @@ class _Parser:
     def nested_lark(self, inner: str, pos: int) -> Node:
         """llguidance's ``%lark { grammar }``: a Lark grammar embedded as one rule."""
         level = _LARK_NESTING.get() + 1
-        if level > self.nesting.maximum:
-            raise LimitError("max_nesting", level, self.nesting.maximum,
-                             bounds.place(self.text, pos, self.source), detail="%lark inside %lark")
+        cap = min(self.nesting.maximum, _LARK_BLOCKS)
+        if level > cap:
+            raise LimitError("max_nesting", level, cap, bounds.place(self.text, pos, self.source),
+                             detail=f"%lark blocks nest at most {_LARK_BLOCKS} deep")
         token = _LARK_NESTING.set(level)
         try:
             with warnings.catch_warnings():
@@ -665,6 +666,7 @@ class _Parser:
 
 Gen = Generator[Any, Any, Node]
 _COMMON: dict[str, Node] | None = None
+_LARK_BLOCKS = 8  # %lark inside %lark: each level is a whole front end on the stack
 _LARK_NESTING: ContextVar[int] = ContextVar("tether_lark_nesting", default=0)
 
 

@@ -303,12 +303,24 @@ class Lowering:
                 run.append(it)
                 continue
             if run:
-                parts.append(run[0] if len(run) == 1 else Seq(tuple(run)))
+                self._close_run(run, parts)
                 run = []
             parts.append(it)
         if run:
-            parts.append(run[0] if len(run) == 1 else Seq(tuple(run)))
+            self._close_run(run, parts)
         return parts
+
+    def _close_run(self, run: list[Node], parts: list[Node]) -> None:
+        """Group a run of unit items as one unit, unless the group is too large to be one
+        (``UNIT_SIZE``): then its items stay apart."""
+        if len(run) == 1:
+            parts.append(run[0])
+            return
+        grp = Seq(tuple(run))
+        if self.unitable(grp):
+            parts.append(grp)
+        else:
+            parts.extend(run)
 
     def _collect(self, node: Node, follow: Ranges, units: dict[Node, Ranges], todo: list[str]) -> None:
         if self.is_unit(node) and not (isinstance(node, Lit) and node in self.split):
