@@ -154,3 +154,27 @@ def test_alternation_of_10000_literals_is_exact(vocab: Vocabulary, front: str) -
     allowed = {t - 1 for t in range(1, 257) if out[t >> 5] >> (t & 31) & 1}
     assert allowed == set(b"0123456789q")
     assert accepts(g, b"k9999q") and not accepts(g, b"k10000q")
+
+
+def test_long_sequence_of_new_nodes_keeps_few_parsers() -> None:
+    # every position of "a"{n} is a new parser node; deep nodes keep only their origin and
+    # are rebuilt on demand (multi-byte tokens make the walk ask for them inside a token)
+    n = 3000
+    toks = [b"", b"a", b"aa", b"aaa", b"aaaaaaa", b"b"]
+    vocab = Vocabulary.from_bytes(toks, eos_ids=[0])
+    cc = engine_compile(Grammar.from_lark(f'start: "a"{{{n}}}'), vocab)
+    m = cc.matcher()
+    out = np.zeros(cc.n_words, np.uint32)
+    done = 0
+    while done < n:
+        m.compute_mask(out)
+        allowed = {t for t in range(len(toks)) if out[t >> 5] >> (t & 31) & 1}
+        expect = {t for t in (1, 2, 3, 4) if len(toks[t]) <= n - done}
+        assert allowed == expect, done
+        t = 4 if n - done >= 7 else 1
+        assert m.consume(t)
+        done += len(toks[t])
+    m.compute_mask(out)
+    assert out[0] & 1 and not out[0] & 0b111110
+    kept = sum(p is not None for p in cc.steps._node_parser)
+    assert len(cc.steps._node_parser) > n // 2 and kept < n // 20
