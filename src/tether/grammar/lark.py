@@ -105,6 +105,9 @@ def _tokenize(text: str, source: str) -> list[_Tok]:
                 data, end = json.JSONDecoder().raw_decode(text, j)
             except json.JSONDecodeError as exc:
                 raise GrammarError(f"invalid JSON after {val}: {exc.msg}", text, exc.pos, source) from None
+            except RecursionError:  # the decoder's own depth guard: past any sane depth
+                raise LimitError("max_json_depth", "deeper than the JSON decoder allows",
+                                 bounds.current().max_json_depth, bounds.place(text, j, source)) from None
             out.append(_Tok("json", text[j:end], j, data))
             pos = end
             continue

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from tether.errors import GrammarError
 from tether.grammar.ir import NT, Grammar, Rule, Symbol, T
+from tether.limits import check
 
 
 def did_you_mean(name: str, candidates: list[str] | set[str]) -> str:
@@ -99,10 +100,12 @@ def validate(
     g: Grammar, *, text: str = "", source: str = "", positions: dict[str, int] | None = None
 ) -> None:
     """Raise GrammarError for an empty grammar, a missing start rule, undefined or
-    non-productive rules, undefined terminals."""
+    non-productive rules, undefined terminals; LimitError past ``Limits.max_rules``."""
     if not g.rules:
         raise GrammarError("the grammar has no rules")
     defined = set(g.nonterminals())
+    # rules after the front end expanded repetitions and groups (Limits.max_rules)
+    check("max_rules", len(defined), source or "the grammar after expansion")
     if g.start not in defined:
         raise GrammarError(
             f"the start rule '{g.start}' is not defined" + did_you_mean(g.start, defined)

@@ -277,3 +277,16 @@ def test_random_text_fails_closed(text: str) -> None:
                 load(text)
             except TetherError:
                 pass
+
+
+def test_rules_after_expansion_are_counted() -> None:
+    # one rule in the text, 500 after the bounded repetition is expanded
+    with limits(max_rules=100), pytest.raises(LimitError) as exc:
+        Grammar.from_lark('start: item{0,500}\nitem: "a" "-"')
+    assert _limit(exc, "max_rules").value > 100
+
+
+def test_lark_deep_json_block_is_a_limit_error() -> None:
+    text = "start: %json " + "[" * 100_000 + "]" * 100_000
+    with pytest.raises(TetherError):
+        Grammar.from_lark(text)
