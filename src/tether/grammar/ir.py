@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from tether.errors import GrammarError
 from tether.limits import deadline
 
 Flavor = Literal["python", "ecma"]
@@ -61,14 +62,14 @@ class Terminal:
 
     def __post_init__(self) -> None:
         if sum(x is not None for x in (self.regex, self.literal, self.expr)) != 1:
-            raise ValueError(f"terminal {self.name!r} needs exactly one of regex=, literal=, expr=")
+            raise GrammarError(f"terminal {self.name!r} needs exactly one of regex=, literal=, expr=")
 
     @property
     def pattern(self) -> str:
         """The terminal as a regex in tether's (Python) syntax.
 
         Raises:
-            ValueError: for an ``expr`` terminal (use ``to_node``).
+            GrammarError (a ValueError): for an ``expr`` terminal (use ``to_node``).
         """
         if self.literal is not None:
             from tether.grammar.regexgen import escape_literal
@@ -76,7 +77,7 @@ class Terminal:
             r = escape_literal(self.literal)
             return f"(?i:{r})" if self.ignore_case else r
         if self.regex is None:
-            raise ValueError(f"terminal {self.name!r} is a set operation; use to_node()")
+            raise GrammarError(f"terminal {self.name!r} is a set operation; use to_node()")
         return self.regex
 
     def to_node(self) -> Any:
@@ -138,7 +139,7 @@ def _terminal_node(
             return rx.alt(*(build(a) for a in args))
         if op == "repeat":
             return rx.repeat(build(args[0]), args[1], args[2])
-        raise ValueError(f"unknown terminal operation {op!r}")
+        raise GrammarError(f"unknown terminal operation {op!r}")
 
     if literal is not None and not ignore_case:
         node = rx.literal(literal.encode("utf-8"))
@@ -225,7 +226,7 @@ class Grammar:
         """Add ``terminal`` (or reuse an identical one of the same name); return its reference."""
         old = self.terminals.get(terminal.name)
         if old is not None and old != terminal:
-            raise ValueError(f"terminal {terminal.name!r} defined twice differently")
+            raise GrammarError(f"terminal {terminal.name!r} defined twice differently")
         self.terminals[terminal.name] = terminal
         return T(terminal.name)
 
