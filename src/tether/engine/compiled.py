@@ -27,6 +27,7 @@ from tether.engine.tables import StepTables
 from tether.engine.walk import fill_mask
 from tether.errors import ConstraintError
 from tether.grammar.ir import Grammar
+from tether.limits import check_deadline, deadline
 from tether.tokens.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
@@ -58,7 +59,9 @@ class CompiledConstraint:
         self.vocabulary = vocabulary
         self.tokenize = tokenize
         self.tables = ParserTables.from_grammar(grammar)
+        check_deadline("compile: parser tables")
         self.lexer = Lexer(self.tables)
+        check_deadline("compile: lexer")
         lazy = frozenset(i for i, t in enumerate(self.tables.terminals) if t.lazy)
         self.steps = StepTables(self.lexer, ignore=frozenset(self.tables.ignore),
                                 lazy_terminals=lazy)
@@ -190,10 +193,17 @@ def compile(constraint: Any, vocabulary: Vocabulary, **options: Any) -> Compiled
     Raises:
         ConstraintError: the constraint type is not supported.
         GrammarError / RegexError: from the grammar's own checks.
+        LimitError: past the active `tether.limits.Limits`; the whole compile runs under
+            ``deadline()`` (``Limits.compile_seconds``).
 
     Cost: parser tables (linear in the grammar) and, once per vocabulary, the token
     index (about a second for 262k tokens); no mask is computed until asked.
     """
+    with deadline("compile"):
+        return _compile(constraint, vocabulary, options)
+
+
+def _compile(constraint: Any, vocabulary: Vocabulary, options: dict[str, Any]) -> CompiledConstraint:
     grammar = _as_grammar(constraint)
     opts = tuple(sorted((k, v if isinstance(v, (int, bool, tuple, str)) else id(v))
                         for k, v in options.items()))

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tether.engine.tables import DEAD, UNKNOWN
-from tether.errors import ConstraintError
+from tether.errors import ConstraintError, LimitError
+from tether.limits import current
 
 if TYPE_CHECKING:
     from tether.engine.matcher import Matcher
@@ -111,7 +112,7 @@ def _greedy_tokenize(trie: Any, data: bytes) -> list[int] | None:
     return ids
 
 
-def shortest_completion(m: Matcher, max_states: int = 20000) -> bytes:
+def shortest_completion(m: Matcher, max_states: int | None = None) -> bytes:
     """A shortest byte string after which ``m`` is accepting (b"" if it already is).
 
     1. Costs over the grammar, once per compiled constraint: each terminal costs the
@@ -128,25 +129,44 @@ def shortest_completion(m: Matcher, max_states: int = 20000) -> bytes:
        two lexemes), so a candidate that checks is a shortest completion; if none does,
        a breadth-first search over bytes (exactly shortest, bounded by ``max_states``).
 
+    Bounds (``tether.limits``): the byte search visits at most ``max_states`` states
+    (default ``Limits.completion_states``), and a completion longer than
+    ``Limits.completion_bytes`` is refused before any of it is built (its length is known
+    from the grammar costs). Candidates are checked by the parser layer's recognizer
+    resumed at the matcher's state, which holds one row per lexeme (checking through the
+    matcher would intern a parser node per lexeme of a long completion).
+
     Raises:
         ConstraintError: no completion found (``max_states`` explored states).
+        LimitError: ``completion_bytes``: every completion is longer than the limit.
     Cost: after warm-up (all terminal examples, grammar costs: milliseconds to a few
     hundred for large JSON Schemas), per call one derivative BFS per live terminal
     (cached) and a check; a new parser node costs one pass over the open rows.
     """
     if m._eos or m._accepting_now():
         return b""
+    cap = current().completion_states
+    max_states = cap if max_states is None else min(max_states, cap)
     comp = _completer(m.cc)
     key = (m._ls, m._node, m._start)
     hit = comp.verified.get(key)
     if hit is not None:
         return hit
     for tail in _candidates(m):
-        w = m.copy()
-        if w.consume_bytes(tail) and w.is_accepting():
-            comp.verified[key] = tail
+        if _completes(m, tail):
+            if len(tail) <= 4096:  # (a long tail is cheap to find again, costly to keep)
+                comp.verified[key] = tail
             return tail
     return _byte_bfs(m, max_states)
+
+
+def _completes(m: Matcher, tail: bytes) -> bool:
+    """``tail`` takes ``m`` to an accepting state (checked by the reference recognizer)."""
+    from tether.parser.byte_parser import ByteParser
+
+    cc = m.cc
+    bp = ByteParser.resume(cc.tables, cc.lexer, m._parser.copy(), m._ls, not m._start)
+    return bp.feed(tail) and bp.is_accepting()
 
 
 def _completer(cc: Any) -> _Completer:
@@ -302,22 +322,31 @@ class _Completer:
         if dfa.accepting(s0):
             out = b""
         else:
-            seen = {s0}
-            q = deque([(s0, b"")])
-            while q and out is None:
-                s, w = q.popleft()
+            # parent pointers, not a string per queued state (memory linear in states)
+            parent: dict[int, tuple[int, int]] = {s0: (-1, -1)}
+            q = deque([s0])
+            end = -1
+            while q and end < 0:
+                s = q.popleft()
                 dfa.fill_row(s)
                 for s2, b in _targets(dfa.table[s]):
-                    if s2 in seen:
+                    if s2 in parent:
                         continue
                     if dfa.accepting(s2):
-                        out = w + bytes([b])
+                        parent[s2] = (s, b)
+                        end = s2
                         break
-                    if len(seen) >= self._max_ex:
+                    if len(parent) >= self._max_ex:
                         q.clear()
                         break
-                    seen.add(s2)
-                    q.append((s2, w + bytes([b])))
+                    parent[s2] = (s, b)
+                    q.append(s2)
+            if end >= 0:
+                path = bytearray()
+                while end != s0:
+                    end, b = parent[end]
+                    path.append(b)
+                out = bytes(reversed(path))
         self._finish[s0] = out
         return out
 
@@ -457,6 +486,7 @@ class _Completer:
 
         row = rows[-1]
         n = len(rows) - 1
+        limit = current().completion_bytes
         best = _INF
         how: tuple[Any, ...] | None = None
         if first is not None:  # the items that scan it, advanced past it
@@ -478,6 +508,9 @@ class _Completer:
                 best, how = rest[p] + c[0], ("k", it)
         if how is None or best >= _INF:
             return None
+        if best > limit:  # every completion from here is longer: refuse before expanding
+            raise LimitError("completion_bytes", best, limit, f"parser row {n}",
+                             detail="the shortest completion is longer than the limit")
         out: list[int] = []
         while True:  # follow the choices down to the accepting item
             if how[0] == "s":
@@ -552,9 +585,11 @@ def _byte_bfs(m: Matcher, max_states: int) -> bytes:
     # state -> (previous state, byte); parsers kept per state for lexeme boundaries
     prev: dict[tuple[int, int, bool], tuple[Any, int]] = {start: (None, -1)}
     parsers: dict[int, Any] = {m._node: m._parser.copy()}
+    rows_budget = max_states * 64  # parser rows copied for new nodes (memory)
+    rows_copied = m._parser.n_rows
     q = deque([start])
     while q:
-        if len(prev) > max_states:
+        if len(prev) > max_states or rows_copied > rows_budget:
             break
         ls, node, _ = cur = q.popleft()
         parser = parsers[node]
@@ -567,6 +602,7 @@ def _byte_bfs(m: Matcher, max_states: int) -> bytes:
             if s == DEAD:
                 continue
             if c != node and c not in parsers:
+                rows_copied += parser.n_rows
                 p2 = parser.copy()
                 for a, _, _ in pushes:
                     st.push_lexeme(p2, a)

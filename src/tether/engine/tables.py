@@ -22,6 +22,7 @@ only grow, so a filled entry is never recomputed.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,9 @@ from tether.engine.rows import RowFiller
 
 DEAD = -1
 UNKNOWN = -2
+_SHALLOW_ROWS = 64  # nodes with at most this many parser rows keep their parser
+_CHECKPOINT = 512  # deeper ones keep it every this many rows (else rebuilt, see parser_at)
+_RECENT = 32  # rebuilt parsers kept, most recent first
 
 ParserFactory = Callable[[], Any]
 
@@ -70,7 +74,11 @@ class StepTables:
         self.naccept = np.zeros(16, np.int8)
         self.nodes: dict[Any, int] = {}
         self.node_allowed: list[frozenset[int]] = []
-        self._node_parser: list[Any] = []  # one parser per node, never pushed (see parser_at)
+        # a parser per node, never pushed (see parser_at): kept for shallow nodes and every
+        # _CHECKPOINT rows; others are rebuilt from their origin (parent node, lexeme)
+        self._node_parser: list[Any] = []
+        self._node_from: list[tuple[int, int]] = []
+        self._recent: OrderedDict[int, Any] = OrderedDict()
         self._start_cache: dict[frozenset[int], int] = {}
         self._acc_upto = 0  # lexer states below this have accid / lazyf set
         self.node_depth: dict[Any, int] = {}  # regex node -> text containment depth
@@ -144,8 +152,13 @@ class StepTables:
         return s
 
     # ---- parser side ------------------------------------------------------------------
-    def intern(self, parser: Any) -> int:
-        """Node id of ``parser``'s current state (creating the node if new)."""
+    def intern(self, parser: Any, origin: tuple[int, int] = (-1, -1)) -> int:
+        """Node id of ``parser``'s current state (creating the node if new).
+
+        ``origin = (node, accid)``: ``parser`` was a parser at ``node`` that scanned a
+        lexeme of accepting set ``accid``. A new deep node then keeps no copy of the
+        parser (its row stack: memory quadratic over a long sequence of new nodes), only
+        its origin, and ``parser_at`` rebuilds it from the nearest kept ancestor."""
         key = parser.row_key()
         n = self.nodes.get(key)
         if n is not None:
@@ -154,7 +167,10 @@ class StepTables:
         self.nodes[key] = n
         allowed = frozenset(parser.allowed_terminals()) | self.ignore
         self.node_allowed.append(allowed)
-        self._node_parser.append(parser.copy())
+        rows = parser.n_rows
+        keep = origin[0] < 0 or rows <= _SHALLOW_ROWS or rows % _CHECKPOINT == 0
+        self._node_parser.append(parser.copy() if keep else None)
+        self._node_from.append(origin)
         if self.trans.shape[0] <= n:
             self.trans = _grow(self.trans, n + 1, UNKNOWN)
             self.nstart = _grow(self.nstart, n + 1, UNKNOWN)
@@ -168,8 +184,30 @@ class StepTables:
 
         Any parser of the class will do: equal row keys mean equal futures, so the node
         reached by pushing a lexeme on it is the same class of futures as from any other
-        member. Cost: one list copy of the representative's row stack."""
-        return self._node_parser[node].copy()
+        member. Cost: one list copy of the representative's row stack; for a node kept
+        only by its origin, the pushes from the nearest kept ancestor (at most
+        ``_CHECKPOINT`` when they are not recent)."""
+        p = self._node_parser[node]
+        if p is not None:
+            return p.copy()
+        hit = self._recent.get(node)
+        if hit is not None:
+            self._recent.move_to_end(node)
+            return hit.copy()
+        path: list[int] = []
+        n = node
+        while self._node_parser[n] is None and n not in self._recent:
+            n, a = self._node_from[n]
+            path.append(a)
+        base = self._node_parser[n]
+        base = (base if base is not None else self._recent[n]).copy()
+        for a in reversed(path):
+            if not self.push_lexeme(base, a):  # pragma: no cover - the tables said it scans
+                raise AssertionError("a node's origin lexeme no longer scans")
+        self._recent[node] = base.copy()
+        if len(self._recent) > _RECENT:
+            self._recent.popitem(last=False)
+        return base
 
     def transition(self, node: int, a: int, parser: Callable[[], Any] | None = None) -> int:
         """``trans[node, a]``, computing it if unknown with ``parser()`` (a parser at
@@ -183,7 +221,7 @@ class StepTables:
         p = parser() if parser is not None else self.parser_at(node)
         before = p.n_rows
         try:
-            c = self.intern(p) if self.push_lexeme(p, a) else DEAD
+            c = self.intern(p, (node, a)) if self.push_lexeme(p, a) else DEAD
         finally:
             p.truncate(before)
         self.trans[node, a] = c

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from typing import Any
 
 from tether.grammar.ast import (
     MAX_CP,
@@ -28,6 +29,7 @@ from tether.grammar.ast import (
     Term,
     normalize,
     overlaps,
+    refs,
     union,
 )
 
@@ -55,31 +57,52 @@ class Facts:
 
     def __init__(self, rules: dict[str, Node], resolve: Callable[[Ref], Node]) -> None:
         self.rules, self.resolve = rules, resolve
+        # worklists over the rule references: a rule is looked at again only when a rule
+        # it uses changed, so a long chain of rules costs linear time, not one sweep per link
+        users: dict[str, set[str]] = {}
+        for name, body in rules.items():
+            for r in refs(body):
+                if r.name in rules:
+                    users.setdefault(r.name, set()).add(name)
         self._nullable: dict[str, bool] = dict.fromkeys(rules, False)
-        changed = True
-        while changed:
-            changed = False
-            for name, body in rules.items():
-                if not self._nullable[name] and self.nullable(body):
-                    self._nullable[name] = changed = True
+        todo = list(rules)
+        queued = set(todo)
+        while todo:
+            name = todo.pop()
+            queued.discard(name)
+            if not self._nullable[name] and self.nullable(rules[name]):
+                self._nullable[name] = True
+                for u in users.get(name, ()):
+                    if u not in queued:
+                        queued.add(u)
+                        todo.append(u)
         self._first: dict[str, Ranges] = dict.fromkeys(rules, ())
-        changed = True
-        while changed:
-            changed = False
-            for name, body in rules.items():
-                f = union(self._first[name], self.first(body))
-                if f != self._first[name]:
-                    self._first[name], changed = f, True
+        todo = list(rules)
+        queued = set(todo)
+        while todo:
+            name = todo.pop()
+            queued.discard(name)
+            f = union(self._first[name], self.first(rules[name]))
+            if f != self._first[name]:
+                self._first[name] = f
+                for u in users.get(name, ()):
+                    if u not in queued:
+                        queued.add(u)
+                        todo.append(u)
         self.follow_rule: dict[str, Ranges] = dict.fromkeys(rules, ())
-        changed = True
-        while changed:
-            changed = False
-            for name, body in rules.items():
-                for ref, fol in self._walk_refs(body, self.follow_rule[name]):
-                    if ref.name in self.follow_rule:
-                        f = union(self.follow_rule[ref.name], fol)
-                        if f != self.follow_rule[ref.name]:
-                            self.follow_rule[ref.name], changed = f, True
+        todo = list(rules)
+        queued = set(todo)
+        while todo:
+            name = todo.pop()
+            queued.discard(name)
+            for ref, fol in self._walk_refs(rules[name], self.follow_rule[name]):
+                if ref.name in self.follow_rule:
+                    f = union(self.follow_rule[ref.name], fol)
+                    if f != self.follow_rule[ref.name]:
+                        self.follow_rule[ref.name] = f
+                        if ref.name not in queued:
+                            queued.add(ref.name)
+                            todo.append(ref.name)
 
     def nullable(self, node: Node) -> bool:
         if isinstance(node, Lit):
@@ -179,9 +202,14 @@ class _Nfa:
         self.eps.append([])
         return len(self.edges) - 1
 
-    def build(self, node: Node, resolve: Callable[[Ref], Node], depth: int = 0) -> tuple[int, int]:
-        if depth > 200:
-            raise RecursionError("lexical expression nests too deeply")
+    def build(self, node: Node, resolve: Callable[[Ref], Node]) -> tuple[int, int]:
+        """(start, end) states of ``node``'s automaton; driven by ``bounds.run`` so that
+        nesting (and inlined rule chains) cost no interpreter stack."""
+        from tether.grammar.bounds import run
+
+        return run(self._build(node, resolve))  # type: ignore[no-any-return]
+
+    def _build(self, node: Node, resolve: Callable[[Ref], Node]) -> Generator[Any, Any, tuple[int, int]]:
         s = self.state()
         if isinstance(node, Lit):
             cur = s
@@ -197,38 +225,38 @@ class _Nfa:
         if isinstance(node, Seq):
             cur = s
             for it in node.items:
-                a, b = self.build(it, resolve, depth + 1)
+                a, b = yield self._build(it, resolve)
                 self.eps[cur].append(a)
                 cur = b
             return s, cur
         if isinstance(node, Alt):
             e = self.state()
             for it in node.items:
-                a, b = self.build(it, resolve, depth + 1)
+                a, b = yield self._build(it, resolve)
                 self.eps[s].append(a)
                 self.eps[b].append(e)
             return s, e
         if isinstance(node, Rep):
             cur = s
             for _ in range(node.lo):
-                a, b = self.build(node.item, resolve, depth + 1)
+                a, b = yield self._build(node.item, resolve)
                 self.eps[cur].append(a)
                 cur = b
             if node.hi is None:
-                a, b = self.build(node.item, resolve, depth + 1)
+                a, b = yield self._build(node.item, resolve)
                 self.eps[cur].append(a)
                 self.eps[b].append(cur)
                 return s, cur
             e = self.state()
             self.eps[cur].append(e)
             for _ in range(node.hi - node.lo):
-                a, b = self.build(node.item, resolve, depth + 1)
+                a, b = yield self._build(node.item, resolve)
                 self.eps[cur].append(a)
                 self.eps[b].append(e)
                 cur = b
             return s, e
         if isinstance(node, Ref):
-            return self.build(resolve(node), resolve, depth + 1)
+            return (yield self._build(resolve(node), resolve))
         raise TypeError(f"no automaton for {type(node).__name__}")
 
     def closure(self, states: set[int] | list[int]) -> frozenset[int]:

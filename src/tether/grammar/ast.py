@@ -144,15 +144,14 @@ def seq(items: list[Node], pos: int = -1) -> Node:
 
 def alt(items: list[Node], pos: int = -1) -> Node:
     """Build an alternation, flattening nested ones and dropping duplicates."""
-    flat: list[Node] = []
+    flat: dict[Node, None] = {}  # insertion-ordered set: linear in the alternatives
     for it in items:
         for x in it.items if isinstance(it, Alt) else (it,):
             if isinstance(x, Lit) and x.text == "":
                 x = EPS
-            if x not in flat:
-                flat.append(x)
+            flat.setdefault(x)
     if len(flat) == 1:
-        return flat[0]
+        return next(iter(flat))
     return Alt(tuple(flat), pos)
 
 

@@ -71,13 +71,26 @@ def from_choices(choices: Sequence[str], *, start: str = "start") -> Grammar:
     """A grammar accepting exactly the strings in ``choices`` (one literal each).
 
     Raises:
-        GrammarError: if ``choices`` is empty or not a sequence of strings.
+        GrammarError: if ``choices`` is empty or not a sequence of strings (or holds a lone
+            surrogate).
+        LimitError: more than ``max_alternatives`` choices, or more than
+            ``max_text_chars`` characters in all.
     """
     if isinstance(choices, str) or not all(isinstance(c, str) for c in choices):
         raise GrammarError("choices must be a list of strings")
     if not choices:
         raise GrammarError("choices is empty: the grammar would accept nothing")
+    from tether.grammar import bounds
     from tether.grammar.ast import Lit, alt
+    from tether.limits import check
+
+    check("max_alternatives", len(choices), "choices")
+    check("max_text_chars", sum(map(len, choices)), "choices (all characters)")
+    for i, c in enumerate(choices):
+        try:
+            bounds.check_encodable(c)
+        except GrammarError as exc:
+            raise GrammarError(f"choice {i}: {exc.reason}") from None
 
     g = Grammar(start=start)
     for i, c in enumerate(dict.fromkeys(choices)):

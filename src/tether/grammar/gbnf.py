@@ -17,6 +17,7 @@ terminal, matched greedily like any regex terminal).
 from __future__ import annotations
 
 from tether.errors import GrammarError
+from tether.grammar import bounds
 from tether.grammar.analysis import Facts
 from tether.grammar.ast import (
     MAX_CP,
@@ -35,6 +36,7 @@ from tether.grammar.ir import Grammar
 from tether.grammar.lower import lower
 from tether.grammar.simplify import did_you_mean, simplify
 
+_DIGITS = frozenset("0123456789")
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "\\": "\\", '"': '"', "[": "[", "]": "]", "-": "-", "^": "^"}
 
 
@@ -42,6 +44,7 @@ class _Reader:
     def __init__(self, text: str, source: str, strict: bool) -> None:
         self.text, self.source, self.strict = text, source, strict
         self.pos = 0
+        self.depth = bounds.Depth(text, source)
         self.rules: dict[str, Node] = {}
         self.positions: dict[str, int] = {}
 
@@ -92,10 +95,7 @@ class _Reader:
             if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
                 raise self.error(f"expected {n} hex digits after '\\{e}'", start)
             self.pos += n
-            cp = int(digits, 16)
-            if cp > MAX_CP:
-                raise self.error(f"code point {digits} is out of range", start)
-            return cp
+            return ord(bounds.code_point(digits, self.text, start, self.source))
         if e in _ESCAPES and e:
             return ord(_ESCAPES[e])
         raise self.error(f"unknown escape '\\{e}'", start)
@@ -163,11 +163,11 @@ class _Reader:
 
     def integer(self) -> int:
         start = self.pos
-        while self.peek().isdigit():
+        while self.peek() in _DIGITS:
             self.pos += 1
         if start == self.pos:
             raise self.error("expected an integer")
-        return int(self.text[start : self.pos])
+        return bounds.count(self.text[start : self.pos], self.text, start, self.source)
 
     def sequence(self, nested: bool) -> Node:
         items: list[Node] = []
@@ -186,12 +186,14 @@ class _Reader:
                 else:
                     items.append(Ref(name, pos=p))
             elif c == "(":
+                self.depth.enter(p)
                 self.pos += 1
                 self.space(True)
                 inner = self.alternates(True)
                 if self.peek() != ")":
                     raise self.error("expected ')' to close the group opened", p)
                 self.pos += 1
+                self.depth.leave()
                 items.append(inner)
             elif c == ".":
                 self.pos += 1
@@ -218,7 +220,7 @@ class _Reader:
                     if self.peek() == ",":
                         self.pos += 1
                         self.space(nested)
-                        hi = self.integer() if self.peek().isdigit() else None
+                        hi = self.integer() if self.peek() in _DIGITS else None
                         self.space(nested)
                     if self.peek() != "}":
                         raise self.error("expected '}' to close the repetition")
@@ -267,8 +269,10 @@ def parse_gbnf(text: str, *, source: str = "", strict: bool = False) -> tuple[di
     Raises:
         GrammarError: on a syntax error (line:column and caret).
     """
+    bounds.check_text(text, source)
     r = _Reader(text, source, strict)
     r.grammar()
+    bounds.check_rules(r.rules, text, source, r.positions)
     return r.rules, r.positions
 
 

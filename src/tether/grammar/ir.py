@@ -36,6 +36,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from tether.errors import GrammarError
+from tether.limits import deadline
+
 Flavor = Literal["python", "ecma"]
 
 
@@ -59,14 +62,14 @@ class Terminal:
 
     def __post_init__(self) -> None:
         if sum(x is not None for x in (self.regex, self.literal, self.expr)) != 1:
-            raise ValueError(f"terminal {self.name!r} needs exactly one of regex=, literal=, expr=")
+            raise GrammarError(f"terminal {self.name!r} needs exactly one of regex=, literal=, expr=")
 
     @property
     def pattern(self) -> str:
         """The terminal as a regex in tether's (Python) syntax.
 
         Raises:
-            ValueError: for an ``expr`` terminal (use ``to_node``).
+            GrammarError (a ValueError): for an ``expr`` terminal (use ``to_node``).
         """
         if self.literal is not None:
             from tether.grammar.regexgen import escape_literal
@@ -74,7 +77,7 @@ class Terminal:
             r = escape_literal(self.literal)
             return f"(?i:{r})" if self.ignore_case else r
         if self.regex is None:
-            raise ValueError(f"terminal {self.name!r} is a set operation; use to_node()")
+            raise GrammarError(f"terminal {self.name!r} is a set operation; use to_node()")
         return self.regex
 
     def to_node(self) -> Any:
@@ -136,7 +139,7 @@ def _terminal_node(
             return rx.alt(*(build(a) for a in args))
         if op == "repeat":
             return rx.repeat(build(args[0]), args[1], args[2])
-        raise ValueError(f"unknown terminal operation {op!r}")
+        raise GrammarError(f"unknown terminal operation {op!r}")
 
     if literal is not None and not ignore_case:
         node = rx.literal(literal.encode("utf-8"))
@@ -223,7 +226,7 @@ class Grammar:
         """Add ``terminal`` (or reuse an identical one of the same name); return its reference."""
         old = self.terminals.get(terminal.name)
         if old is not None and old != terminal:
-            raise ValueError(f"terminal {terminal.name!r} defined twice differently")
+            raise GrammarError(f"terminal {terminal.name!r} defined twice differently")
         self.terminals[terminal.name] = terminal
         return T(terminal.name)
 
@@ -239,26 +242,31 @@ class Grammar:
             yield from r.rhs
 
     # -- front ends (imported lazily: the IR module stays dependency-free) ------
+    # Each runs under ``tether.limits.deadline()`` (``Limits.compile_seconds``) and raises
+    # LimitError past the other active limits (text size, rules, nesting, counts).
     @classmethod
     def from_gbnf(cls, text: str, *, start: str = "root", source: str = "", strict: bool = False) -> Grammar:
         """Read llama.cpp's GBNF; see ``tether.grammar.gbnf``. Raises GrammarError."""
         from tether.grammar.gbnf import from_gbnf
 
-        return from_gbnf(text, start=start, source=source, strict=strict)
+        with deadline("loading a grammar"):
+            return from_gbnf(text, start=start, source=source, strict=strict)
 
     @classmethod
     def from_lark(cls, text: str, *, start: str = "start", source: str = "") -> Grammar:
         """Read a Lark grammar; see ``tether.grammar.lark``. Raises GrammarError."""
         from tether.grammar.lark import from_lark
 
-        return from_lark(text, start=start, source=source)
+        with deadline("loading a grammar"):
+            return from_lark(text, start=start, source=source)
 
     @classmethod
     def from_kbnf(cls, text: str, *, start: str | None = None, source: str = "") -> Grammar:
         """Read KBNF-style EBNF (``A ::= ...;``, ``except!``); see ``tether.grammar.kbnf``."""
         from tether.grammar.kbnf import from_kbnf
 
-        return from_kbnf(text, start=start, source=source)
+        with deadline("loading a grammar"):
+            return from_kbnf(text, start=start, source=source)
 
     @classmethod
     def from_regex(cls, pattern: str, *, flavor: Flavor = "python", ignore_case: bool = False) -> Grammar:
@@ -272,7 +280,8 @@ class Grammar:
         """Exactly the given strings. Raises GrammarError if ``choices`` is empty."""
         from tether.grammar.compose import from_choices
 
-        return from_choices(choices)
+        with deadline("loading a grammar"):
+            return from_choices(choices)
 
     @classmethod
     def from_json_schema(cls, schema: object, **options: object) -> Grammar:
@@ -286,14 +295,16 @@ class Grammar:
         """The concatenation of the languages of ``grammars``."""
         from tether.grammar.compose import sequence
 
-        return sequence(*grammars)
+        with deadline("loading a grammar"):
+            return sequence(*grammars)
 
     @classmethod
     def union(cls, *grammars: Grammar) -> Grammar:
         """The union of the languages of ``grammars``."""
         from tether.grammar.compose import union
 
-        return union(*grammars)
+        with deadline("loading a grammar"):
+            return union(*grammars)
 
     def embed(self, other: Grammar, name: str) -> NT:
         """Add ``other`` to this grammar as the rule ``name`` (its rules renamed

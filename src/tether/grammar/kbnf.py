@@ -23,8 +23,11 @@ byte-level Earley parser would also try their shorter matches, which a lexer can
 from __future__ import annotations
 
 import re
+from collections.abc import Generator
+from typing import Any
 
-from tether.errors import GrammarError
+from tether.errors import GrammarError, LimitError
+from tether.grammar import bounds
 from tether.grammar.ast import Node, Ref, Rep, Rx, SetOp, alt, refs, seq
 from tether.grammar.gbnf import ast_reachable
 from tether.grammar.ir import Grammar
@@ -46,6 +49,7 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
+Gen = Generator[Any, Any, Node]
 _ESC = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0"}
 
 
@@ -63,7 +67,7 @@ def _unescape(s: str, text: str, pos: int, source: str) -> str:
             d = s[i + 2 : i + 2 + n]
             if len(d) != n or any(ch not in "0123456789abcdefABCDEF" for ch in d):
                 raise GrammarError(f"invalid escape '\\{e}{d}'", text, pos + i, source)
-            out.append(chr(int(d, 16)))
+            out.append(bounds.code_point(d, text, pos + i, source))
             i += 2 + n
         elif e in _ESC:
             out.append(_ESC[e])
@@ -92,9 +96,11 @@ class _Parser:
             pos = m.end()
         self.toks.append(("eof", "", len(text)))
         self.i = 0
+        self.nesting = bounds.Depth(text, source)
         self.rules: dict[str, Node] = {}
         self.positions: dict[str, int] = {}
         self.order: list[str] = []
+        self._more: dict[str, list[Node]] = {}  # further definitions of a rule
 
     def peek(self) -> tuple[str, str, int]:
         return self.toks[self.i]
@@ -122,41 +128,51 @@ class _Parser:
             body = self.alternation()
             self.expect(";", f"';' to end the rule '{name}'")
             if name in self.rules:
-                self.rules[name] = alt([self.rules[name], body])
+                self._more.setdefault(name, [self.rules[name]]).append(body)
             else:
                 self.rules[name] = body
                 self.positions[name] = pos
                 self.order.append(name)
+        for name, bodies in self._more.items():  # several definitions are alternatives
+            self.rules[name] = alt(bodies)
 
     def alternation(self) -> Node:
+        return bounds.run(self._alternation())  # type: ignore[no-any-return]
+
+    def _alternation(self) -> Gen:
         start = self.peek()[2]
-        alts = [self.sequence()]
+        alts = [(yield self._sequence())]
         while self.peek()[1] == "|":
             self.next()
-            alts.append(self.sequence())
+            alts.append((yield self._sequence()))
         return alt(alts, start)
 
-    def sequence(self) -> Node:
+    def _sequence(self) -> Gen:
         start = self.peek()[2]
         items: list[Node] = []
         while self.peek()[1] not in ("|", ")", "]", "}", ";", ",", "") or self.peek()[0] in ("string", "regex"):
             if self.peek()[0] == "eof":
                 break
-            items.append(self.postfix())
+            items.append((yield self._postfix()))
         return seq(items, start)
 
-    def postfix(self) -> Node:
-        node = self.atom()
+    def _postfix(self) -> Gen:
+        node = yield self._atom()
         while self.peek()[1] in ("?", "*", "+") and self.peek()[0] == "op":
             _, op, pos = self.next()
             lo, hi = {"?": (0, 1), "*": (0, None), "+": (1, None)}[op]
             node = Rep(node, lo, hi, pos=pos)
         return node
 
-    def atom(self) -> Node:
+    def _atom(self) -> Gen:
         from tether.grammar.ast import Lit
 
         k, v, pos = self.next()
+        if k == "op" and v in ("(", "[", "{") or k == "except":
+            self.nesting.enter(pos)
+            node = yield self._group(k, v, pos)
+            self.nesting.leave()
+            return node
         if k == "string":
             return Lit(_unescape(v[1:-1], self.text, pos + 1, self.source), pos=pos)
         if k == "regex":
@@ -169,28 +185,31 @@ class _Parser:
             return Rx(pattern, lazy=kind == "e", pos=pos)
         if k == "name":
             return Ref(v, pos=pos)
+        raise self.error(f"expected an expression, got {v or 'end of grammar'!r}", pos)
+
+    def _group(self, k: str, v: str, pos: int) -> Gen:
         if k == "except":
             self.expect("(", "'(' after except!")
-            inner = self.alternation()
+            inner = yield self._alternation()
             n = None
             if self.peek()[1] == ",":
                 self.next()
                 t = self.next()
                 if t[0] != "number":
                     raise self.error("expected a number after ',' in except!", t[2])
-                n = int(t[1])
+                n = bounds.count(t[1], self.text, t[2], self.source)
             self.expect(")", "')' to close except!(")
             return SetOp("except", (inner,), max_reps=n, pos=pos)
         if v == "(":
-            inner = self.alternation()
+            inner = yield self._alternation()
             self.expect(")", "')' to close the group")
             return inner
         if v == "[":
-            inner = self.alternation()
+            inner = yield self._alternation()
             self.expect("]", "']' to close the option")
             return Rep(inner, 0, 1, pos=pos)
         if v == "{":
-            inner = self.alternation()
+            inner = yield self._alternation()
             self.expect("}", "'}' to close the repetition")
             return Rep(inner, 0, None, pos=pos)
         raise self.error(f"expected an expression, got {v or 'end of grammar'!r}", pos)
@@ -202,9 +221,12 @@ def from_kbnf(text: str, *, start: str | None = None, source: str = "") -> Gramm
     Raises:
         GrammarError: syntax errors, undefined rules, non-regular ``except!`` operands,
             rules that never finish.
+        LimitError: past the active `tether.limits.Limits` (text, rules, nesting, counts).
     """
+    bounds.check_text(text, source)
     p = _Parser(text, source)
     p.parse()
+    bounds.check_rules(p.rules, text, source, p.positions)
     if not p.rules:
         raise GrammarError("the grammar has no rules")
     if start is None:
@@ -231,19 +253,22 @@ def _literals(node: Node, rules: dict[str, Node]) -> list[str] | None:
     """The strings of ``node`` if it is a literal or an alternation of literals."""
     from tether.grammar.ast import Alt, Lit
 
-    if isinstance(node, Ref):
-        return _literals(rules[node.name], rules)
-    if isinstance(node, Lit) and node.text and not node.ignore_case:
-        return [node.text]
-    if isinstance(node, Alt):
-        out: list[str] = []
-        for it in node.items:
-            sub = _literals(it, rules)
-            if sub is None:
-                return None
-            out += sub
-        return out
-    return None
+    out: list[str] = []
+    stack, seen = [node], 0
+    while stack:
+        n = stack.pop()
+        seen += 1
+        if seen > 100_000:  # a reference cycle or a huge operand: not a literal list
+            return None
+        if isinstance(n, Ref):
+            stack.append(rules[n.name])
+        elif isinstance(n, Lit) and n.text and not n.ignore_case:
+            out.append(n.text)
+        elif isinstance(n, Alt):
+            stack.extend(reversed(n.items))
+        else:
+            return None
+    return out
 
 
 def _lower_literal_excepts(rules: dict[str, Node]) -> dict[str, Node]:
@@ -263,6 +288,8 @@ def _lower_literal_excepts(rules: dict[str, Node]) -> dict[str, Node]:
         key = (tuple(sorted(set(pats))), limit)
         if key in made:
             return made[key]
+        if sum(map(len, key[0])) > 2000:  # too many states to spell as rules: a set operation
+            return None
         chars = sorted({c for p in pats for c in p})
         prefixes = {p[:i] for p in pats for i in range(1, len(p))}
 
@@ -337,12 +364,14 @@ def _lower_literal_excepts(rules: dict[str, Node]) -> dict[str, Node]:
 
 
 def _check_regular_operands(p: _Parser, text: str, source: str) -> None:
-    """Every rule used inside ``except!``/``#ex`` must be non-recursive (so it is regular)."""
+    """Every rule used inside ``except!``/``#ex`` must be non-recursive (so it is regular).
+
+    A rule is regular when no rule it reaches is on a cycle: exactly the rules
+    ``bounds.inlined_sizes`` can order children first (computed once, without recursion)."""
+    acyclic = bounds.inlined_sizes(p.rules)
 
     def regular(name: str, path: tuple[str, ...]) -> bool:
-        if name in path:
-            return False
-        return all(regular(r.name, (*path, name)) for r in refs(p.rules[name]))
+        return name in acyclic
 
     stack: list[Node] = list(p.rules.values())
     while stack:
@@ -354,6 +383,16 @@ def _check_regular_operands(p: _Parser, text: str, source: str) -> None:
                         f"except! needs a regular operand, but rule '{r.name}' is recursive",
                         text, r.pos, source,
                     )
+            # the operand is spelled as one regex with its rules inlined: bound that
+            lim = bounds.current()
+            depth, size = bounds.node_size(n, {k: v[1] for k, v in acyclic.items()})
+            depth += max((acyclic[r.name][0] for r in refs(n)), default=0)
+            if depth > lim.max_nesting:
+                raise LimitError("max_nesting", depth, lim.max_nesting, bounds.place(text, n.pos, source),
+                                 detail="except! operand with its rules inlined")
+            if size > lim.max_expanded:
+                raise LimitError("max_expanded", size, lim.max_expanded, bounds.place(text, n.pos, source),
+                                 detail="except! operand with its rules inlined")
             continue
         if hasattr(n, "items"):
             stack.extend(n.items)

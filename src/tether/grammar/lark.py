@@ -25,10 +25,13 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections.abc import Generator
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from tether.errors import GrammarError, RegexError
+from tether.errors import GrammarError, LimitError, RegexError
+from tether.grammar import bounds
 from tether.grammar.ast import (
     Cls,
     Lit,
@@ -102,6 +105,9 @@ def _tokenize(text: str, source: str) -> list[_Tok]:
                 data, end = json.JSONDecoder().raw_decode(text, j)
             except json.JSONDecodeError as exc:
                 raise GrammarError(f"invalid JSON after {val}: {exc.msg}", text, exc.pos, source) from None
+            except RecursionError:  # the decoder's own depth guard: past any sane depth
+                raise LimitError("max_json_depth", "deeper than the JSON decoder allows",
+                                 bounds.current().max_json_depth, bounds.place(text, j, source)) from None
             out.append(_Tok("json", text[j:end], j, data))
             pos = end
             continue
@@ -148,7 +154,7 @@ def _unescape(body: str, text: str, pos: int, source: str) -> str:
             digits = body[i + 2 : i + 2 + n]
             if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
                 raise GrammarError(f"lexer error: invalid escape '\\{e}{digits}' in string", text, pos + i, source)
-            out.append(chr(int(digits, 16)))
+            out.append(bounds.code_point(digits, text, pos + i, source))
             i += 2 + n
         elif e in _STR_ESC:
             out.append(_STR_ESC[e])
@@ -195,6 +201,7 @@ class _Parser:
         self.toks = _tokenize(text, source)
         self.i = 0
         self.depth = 0
+        self.nesting = bounds.Depth(text, source)
         self.rules: dict[str, Node] = {}
         self.terms: dict[str, Node] = {}
         self.positions: dict[str, int] = {}
@@ -309,10 +316,19 @@ class _Parser:
                 if v.kind == "string":
                     val = _unescape(v.value[1:-1] if not v.value.endswith("i") else v.value[1:-2], self.text, v.pos, self.source)
                 elif v.kind == "number":
-                    val = int(v.value, 0)
+                    try:
+                        val = int(v.value, 0) if len(v.value) <= 30 else None
+                    except ValueError:
+                        val = None
+                    if val is None:
+                        raise self.error(f"invalid number {v.value[:40]!r}", v.pos)
                     if self.peek().value == "." and self.peek(1).kind == "number":  # 1.5
                         self.next()
-                        val = float(f"{v.value}.{self.next().value}")
+                        frac = self.next()
+                        try:
+                            val = float(f"{v.value}.{frac.value}")
+                        except ValueError:
+                            raise self.error(f"invalid number {v.value[:20]}.{frac.value[:20]}", v.pos) from None
                 elif v.kind in ("regex", "name"):
                     val = (v.kind, v.value, v.pos)
                 else:
@@ -391,19 +407,22 @@ class _Parser:
         self.terms[local] = common[name]
         self.positions[local] = pos
 
-    # -- expressions
+    # -- expressions (generators driven by ``bounds.run``: nesting costs no stack)
+    def expansions(self) -> Node:
+        return bounds.run(self._expansions())  # type: ignore[no-any-return]
+
     def at_end(self) -> bool:
         t = self.peek()
         return t.kind in ("eof", "nl") or t.value in ("|", ")", "]", "->")
 
-    def expansions(self) -> Node:
+    def _expansions(self) -> Gen:
         start = self.peek().pos
-        alts = [self.alias()]
+        alts = [(yield self._alias())]
         while True:
             t = self.peek()
             if t.value == "|":
                 self.next()
-                alts.append(self.alias())
+                alts.append((yield self._alias()))
                 continue
             # a newline followed by '|' continues the definition
             j = self.i
@@ -411,13 +430,13 @@ class _Parser:
                 j += 1
             if j > self.i and self.toks[j].value == "|":
                 self.i = j + 1
-                alts.append(self.alias())
+                alts.append((yield self._alias()))
                 continue
             break
         return alt(alts, start)
 
-    def alias(self) -> Node:
-        node = self.conjunction()
+    def _alias(self) -> Gen:
+        node = yield self._conjunction()
         if self.peek().value == "->":
             self.next()
             n = self.next()
@@ -425,30 +444,32 @@ class _Parser:
                 raise self.error("expected an alias name after '->'", n.pos)
         return node
 
-    def conjunction(self) -> Node:
+    def _conjunction(self) -> Gen:
         start = self.peek().pos
-        parts = [self.sequence()]
+        parts = [(yield self._sequence())]
         while self.peek().value == "&":
             self.next()
-            parts.append(self.sequence())
+            parts.append((yield self._sequence()))
         if len(parts) == 1:
             return parts[0]
         return SetOp("and", tuple(parts), pos=start)
 
-    def sequence(self) -> Node:
+    def _sequence(self) -> Gen:
         start = self.peek().pos
         items: list[Node] = []
         while not self.at_end() and self.peek().value not in ("&",):
-            items.append(self.postfix())
+            items.append((yield self._postfix()))
         return seq(items, start)
 
-    def postfix(self) -> Node:
+    def _postfix(self) -> Gen:
         t = self.peek()
         if t.value == "~" and t.kind == "op":  # llguidance: negation of a terminal
             self.next()
-            inner = self.postfix()
+            self.nesting.enter(t.pos)
+            inner = yield self._postfix()
+            self.nesting.leave()
             return SetOp("not", (inner,), pos=t.pos)
-        node = self.atom()
+        node = yield self._atom()
         hi: int | None
         while True:
             p = self.peek()
@@ -472,11 +493,11 @@ class _Parser:
                 self.next()
                 lo = 0
                 if self.peek().kind == "number":
-                    lo = int(self.next().value)
+                    lo = self._count(self.next())
                 hi = lo
                 if self.peek().value == ",":
                     self.next()
-                    hi = int(self.next().value) if self.peek().kind == "number" else None
+                    hi = self._count(self.next()) if self.peek().kind == "number" else None
                 self.expect("}", "'}' to close the repetition")
                 self._check_range(lo, hi, p.pos)
                 node = Rep(node, lo, hi, pos=p.pos)
@@ -486,7 +507,9 @@ class _Parser:
     def _count(self, t: _Tok) -> int:
         if t.kind != "number":
             raise self.error("expected a number", t.pos)
-        return int(t.value, 0)
+        if t.value.startswith("-"):
+            raise self.error(f"repetition count must be >= 0 (got {t.value[:40]})", t.pos)
+        return bounds.count(t.value, self.text, t.pos, self.source)
 
     def _check_range(self, lo: int, hi: int | None, pos: int) -> None:
         if lo < 0:
@@ -494,11 +517,13 @@ class _Parser:
         if hi is not None and hi < lo:
             raise self.error(f"repetition range end must be >= start (got {lo}..{hi})", pos)
 
-    def atom(self) -> Node:
+    def _atom(self) -> Gen:
         t = self.next()
         if t.kind == "op" and t.value in ("(", "["):
             self.depth += 1
-            inner = self.expansions()
+            self.nesting.enter(t.pos)
+            inner = yield self._expansions()
+            self.nesting.leave()
             self.depth -= 1
             close = ")" if t.value == "(" else "]"
             nt = self.next()
@@ -608,6 +633,12 @@ class _Parser:
 
     def nested_lark(self, inner: str, pos: int) -> Node:
         """llguidance's ``%lark { grammar }``: a Lark grammar embedded as one rule."""
+        level = _LARK_NESTING.get() + 1
+        cap = min(self.nesting.maximum, _LARK_BLOCKS)
+        if level > cap:
+            raise LimitError("max_nesting", level, cap, bounds.place(self.text, pos, self.source),
+                             detail=f"%lark blocks nest at most {_LARK_BLOCKS} deep")
+        token = _LARK_NESTING.set(level)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -618,6 +649,8 @@ class _Parser:
                 lines = inner.split("\n")
                 off = pos + sum(len(x) + 1 for x in lines[: exc.line - 1]) + exc.column - 1
             raise self.error(f"in %lark grammar: {exc.reason}", off) from None
+        finally:
+            _LARK_NESTING.reset(token)
         name = f"__lark{len(self.embedded) + 1}"
         self.embedded[name] = g
         return Ref(name, pos=pos)
@@ -625,7 +658,7 @@ class _Parser:
     def json_schema(self, data: object, pos: int) -> Node:
         try:
             g = Grammar.from_json_schema(data)
-        except GrammarError:
+        except (GrammarError, LimitError):
             raise
         except Exception as exc:  # SchemaError, missing json_schema module, ...
             raise self.error(f"failed to compile JSON schema: {exc}", pos) from None
@@ -634,7 +667,10 @@ class _Parser:
         return Ref(name, pos=pos)
 
 
+Gen = Generator[Any, Any, Node]
 _COMMON: dict[str, Node] | None = None
+_LARK_BLOCKS = 8  # %lark inside %lark: each level is a whole front end on the stack
+_LARK_NESTING: ContextVar[int] = ContextVar("tether_lark_nesting", default=0)
 
 
 def _common_terms() -> dict[str, Node]:
@@ -667,9 +703,13 @@ def _common_terms() -> dict[str, Node]:
 
 
 def parse_lark(text: str, *, source: str = "") -> _Parser:
-    """Read Lark ``text`` (syntax only). Raises GrammarError with line:column."""
+    """Read Lark ``text`` (syntax only). Raises GrammarError with line:column, LimitError
+    past the active `tether.limits.Limits`."""
+    bounds.check_text(text, source)
     p = _Parser(text, source)
     p.parse()
+    user_terms = {k: v for k, v in p.terms.items() if k not in p.imports}
+    bounds.check_rules({**p.rules, **user_terms}, text, source, p.positions)
     return p
 
 
@@ -775,23 +815,40 @@ def _attr_terminal(lw: Lowering, name: str, attrs: dict[str, object], p: _Parser
 
 
 def _check_cycles(p: _Parser, text: str, source: str) -> None:
-    state: dict[str, int] = {}
-
-    def visit(name: str) -> None:
-        state[name] = 1
-        for r in refs(p.terms[name]):
+    """Refuse circular terminals (depth-first, with an explicit stack), then bound what
+    inlining the terminals into one another makes: nesting (``max_nesting``) and size
+    (``max_expanded``)."""
+    state: dict[str, int] = {}  # 1 on the path, 2 done
+    for root in p.terms:
+        if root in state or root in p.imports:
+            continue
+        state[root] = 1
+        stack: list[tuple[str, list[Ref]]] = [(root, refs(p.terms[root]))]
+        while stack:
+            name, todo = stack[-1]
+            if not todo:
+                state[name] = 2
+                stack.pop()
+                continue
+            r = todo.pop()
             if r.name not in p.terms:
                 continue
             s = state.get(r.name)
             if s == 1:
                 raise GrammarError(f"circular reference in terminal '{r.name}'", text, r.pos, source)
             if s is None:
-                visit(r.name)
-        state[name] = 2
-
-    for name in p.terms:
-        if name not in state and name not in p.imports:
-            visit(name)
+                state[r.name] = 1
+                stack.append((r.name, refs(p.terms[r.name])))
+    lim = bounds.current()
+    for name, (depth, size) in bounds.inlined_sizes(p.terms).items():
+        if depth > lim.max_nesting:
+            raise LimitError("max_nesting", depth, lim.max_nesting,
+                             bounds.place(text, p.positions.get(name, -1), source),
+                             detail=f"terminal '{name}' with the terminals it uses inlined")
+        if size > lim.max_expanded:
+            raise LimitError("max_expanded", size, lim.max_expanded,
+                             bounds.place(text, p.positions.get(name, -1), source),
+                             detail=f"terminal '{name}' with the terminals it uses inlined")
 
 
 def _check_setops(node: Node, p: _Parser, text: str, source: str) -> None:

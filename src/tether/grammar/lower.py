@@ -37,7 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from tether.errors import GrammarError
+from tether.errors import GrammarError, LimitError
+from tether.grammar import bounds
 from tether.grammar.analysis import Automaton, Facts, rx_nullable, swallows_fast
 from tether.grammar.ast import (
     EPS,
@@ -56,10 +57,18 @@ from tether.grammar.ast import (
     refs,
     union,
 )
+from tether.grammar.bounds import node_size
 from tether.grammar.ir import NT, Grammar, Symbol, T, Terminal
 from tether.grammar.regexgen import has_setop, terminal_expr, to_regex
+from tether.limits import check_deadline, current
 
 NONEMPTY = Rx("[\\s\\S]+")  # valid in both regex flavors
+# largest expanded size (``bounds.node_size``, rule references inlined) of a sub-expression
+# lowered as one terminal in char mode: the greedy-lexing test builds an automaton of
+# that many states; a larger one is split into rules (same language)
+UNIT_SIZE = 20_000
+# rounds of the greedy-lexing test before every rule reference is split at once
+SPLIT_ROUNDS = 12
 Mode = Literal["lexeme", "char"]
 
 
@@ -87,6 +96,8 @@ class Lowering:
         self._counter = 0
         self._owner = start
         self.split: set[Node] = set()
+        self._inlined: dict[str, int] = {}
+        self._emitted = 0  # symbols the repetitions wrote into the grammar (max_expanded)
         self.facts = Facts(rules, self.resolve)
         self.lexical: set[str] = self._lexical_rules() if mode == "char" else set()
         self._unitable: dict[Node, bool] = {}
@@ -222,25 +233,30 @@ class Lowering:
 
     # -- char mode: which sub-expressions are units ---------------------------
     def _lexical_rules(self) -> set[str]:
-        state: dict[str, int] = {}  # 1 visiting, 2 lexical, 3 not
-
-        def visit(name: str) -> bool:
-            st = state.get(name)
-            if st == 1:
-                return False
-            if st is not None:
-                return st == 2
-            state[name] = 1
-            ok = True
-            for r in refs(self.rules[name]):
-                if r.name not in self.rules or not visit(r.name):
-                    ok = False
-            state[name] = 2 if ok else 3
-            return ok
-
-        for n in self.rules:
-            visit(n)
-        return {n for n, s in state.items() if s == 2}
+        """Rules that may be inlined into a terminal: they reach no recursion and no
+        name outside the rules, and inlined they stay within ``UNIT_SIZE`` symbols and
+        ``max_nesting`` levels (the passes that inline them recurse on that depth).
+        Computed children first, without recursion (``bounds.inlined_sizes``)."""
+        sizes = bounds.inlined_sizes(self.rules)
+        max_depth = current().max_nesting
+        out: set[str] = set()
+        # a rule is lexical if all its references are lexical (sizes only holds rules whose
+        # references are acyclic rules; a reference to a non-rule name disqualifies)
+        order = [n for n in self.rules if n in sizes]
+        bad = {n for n in order if any(r.name not in self.rules for r in refs(self.rules[n]))}
+        changed = True
+        while changed and bad:
+            changed = False
+            for n in order:
+                if n not in bad and any(r.name in bad for r in refs(self.rules[n])):
+                    bad.add(n)
+                    changed = True
+        for n in order:
+            depth, size = sizes[n]
+            if n not in bad and size <= UNIT_SIZE and depth <= max_depth:
+                out.add(n)
+        self._inlined = {n: sizes[n][1] for n in out}
+        return out
 
     def unitable(self, node: Node) -> bool:
         if self.mode != "char":
@@ -248,6 +264,8 @@ class Lowering:
         got = self._unitable.get(node)
         if got is None:
             got = all(r.name in self.lexical and r not in self.split for r in refs(node))
+            if got and node_size(node, self._inlined)[1] > UNIT_SIZE:
+                got = False  # too large to analyse as one terminal: its parts are lowered
             if got and isinstance(node, Ref):
                 got = node not in self.split
             if got and not isinstance(node, Rx | SetOp | Term) and self._has_opaque(node):
@@ -285,12 +303,24 @@ class Lowering:
                 run.append(it)
                 continue
             if run:
-                parts.append(run[0] if len(run) == 1 else Seq(tuple(run)))
+                self._close_run(run, parts)
                 run = []
             parts.append(it)
         if run:
-            parts.append(run[0] if len(run) == 1 else Seq(tuple(run)))
+            self._close_run(run, parts)
         return parts
+
+    def _close_run(self, run: list[Node], parts: list[Node]) -> None:
+        """Group a run of unit items as one unit, unless the group is too large to be one
+        (``UNIT_SIZE``): then its items stay apart."""
+        if len(run) == 1:
+            parts.append(run[0])
+            return
+        grp = Seq(tuple(run))
+        if self.unitable(grp):
+            parts.append(grp)
+        else:
+            parts.extend(run)
 
     def _collect(self, node: Node, follow: Ranges, units: dict[Node, Ranges], todo: list[str]) -> None:
         if self.is_unit(node) and not (isinstance(node, Lit) and node in self.split):
@@ -341,6 +371,7 @@ class Lowering:
         rounds = 0
         while True:
             rounds += 1
+            check_deadline("lowering a grammar")
             self._unitable.clear()
             units: dict[Node, Ranges] = {}
             todo, done = [self.start], set()
@@ -388,6 +419,10 @@ class Lowering:
                         )
             if not to_split:
                 break
+            if rounds >= SPLIT_ROUNDS:
+                # a long chain of inlined rules splits one link per round: past a few rounds
+                # split every rule reference at once (more splitting is always safe)
+                self.split.update(Ref(n) for n in self.rules)
             for n in to_split:
                 inner = [r for r in refs(n) if r not in self.split]
                 if inner:
@@ -460,6 +495,12 @@ class Lowering:
         if not x:
             return []
         lo, hi = node.lo, node.hi
+        self._emitted += len(x) * max(1, hi if hi is not None else lo + 1)
+        if self._emitted > current().max_expanded:
+            raise LimitError("max_expanded", self._emitted, current().max_expanded,
+                             bounds.place(self.text, node.pos, self.source),
+                             detail="symbols after the repetitions are expanded")
+        check_deadline("lowering a grammar")
         if lo <= 1 and hi is None:  # R -> ε | R X   or   R -> X | R X
             name = self._aux[key] = self.fresh("star" if lo == 0 else "plus")
             self.grammar.add_rule(name, *([] if lo == 0 else x))

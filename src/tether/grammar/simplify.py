@@ -20,9 +20,11 @@ Cost: linear in the grammar size per pass, a few passes.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 
 from tether.errors import GrammarError
 from tether.grammar.ir import NT, Grammar, Rule, Symbol, T
+from tether.limits import check
 
 
 def did_you_mean(name: str, candidates: list[str] | set[str]) -> str:
@@ -37,26 +39,42 @@ def _err(msg: str, name: str | None, text: str, source: str, positions: dict[str
 
 def nullable_rules(g: Grammar) -> set[str]:
     """Nonterminals that derive ε."""
-    out: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r in g.rules:
-            if r.lhs not in out and all(isinstance(s, NT) and s.name in out for s in r.rhs):
-                out.add(r.lhs)
-                changed = True
-    return out
+    return _closure(g, lambda s: False)
 
 
 def productive_rules(g: Grammar) -> set[str]:
+    """Nonterminals that derive some finite text."""
+    return _closure(g, lambda s: isinstance(s, T))
+
+
+def _closure(g: Grammar, free: Callable[[Symbol], bool]) -> set[str]:
+    """The nonterminals with a rule whose every symbol is ``free`` or such a nonterminal:
+    a worklist (each rule counts its symbols still missing), linear in the grammar."""
     out: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r in g.rules:
-            if r.lhs not in out and all(isinstance(s, T) or s.name in out for s in r.rhs):
-                out.add(r.lhs)
-                changed = True
+    missing: list[int] = []
+    users: dict[str, list[int]] = {}
+    todo: list[str] = []
+    for i, r in enumerate(g.rules):
+        k = 0
+        for s in r.rhs:
+            if not free(s):
+                if isinstance(s, NT):
+                    k += 1
+                    users.setdefault(s.name, []).append(i)
+                else:
+                    k = -1  # a symbol that can never be free
+                    break
+        missing.append(k)
+        if k == 0 and r.lhs not in out:
+            out.add(r.lhs)
+            todo.append(r.lhs)
+    while todo:
+        for i in users.get(todo.pop(), ()):
+            if missing[i] > 0:
+                missing[i] -= 1
+                if missing[i] == 0 and g.rules[i].lhs not in out:
+                    out.add(g.rules[i].lhs)
+                    todo.append(g.rules[i].lhs)
     return out
 
 
@@ -82,10 +100,12 @@ def validate(
     g: Grammar, *, text: str = "", source: str = "", positions: dict[str, int] | None = None
 ) -> None:
     """Raise GrammarError for an empty grammar, a missing start rule, undefined or
-    non-productive rules, undefined terminals."""
+    non-productive rules, undefined terminals; LimitError past ``Limits.max_rules``."""
     if not g.rules:
         raise GrammarError("the grammar has no rules")
     defined = set(g.nonterminals())
+    # rules after the front end expanded repetitions and groups (Limits.max_rules)
+    check("max_rules", len(defined), source or "the grammar after expansion")
     if g.start not in defined:
         raise GrammarError(
             f"the start rule '{g.start}' is not defined" + did_you_mean(g.start, defined)
@@ -154,13 +174,28 @@ def simplify(
         for name, rs in by_lhs.items():
             if name != g.start and len(rs) == 1 and len(rs[0].rhs) == 1 and rs[0].rhs[0] != NT(name):
                 rename[name] = rs[0].rhs[0]
-        # resolve chains X -> Y -> Z, stopping at cycles
-        def target(s: Symbol, rename: dict[str, Symbol] = rename) -> Symbol:
-            seen = set()
-            while isinstance(s, NT) and s.name in rename and s.name not in seen:
-                seen.add(s.name)
-                s = rename[s.name]
-            return s
+        # resolve chains X -> Y -> Z, stopping at cycles (memoized: a chain of n unit
+        # rules costs n steps in all, not n per use)
+        resolved: dict[str, Symbol] = {}
+
+        def target(s: Symbol, rename: dict[str, Symbol] = rename,
+                   resolved: dict[str, Symbol] = resolved) -> Symbol:
+            seen: list[str] = []
+            seen_set: set[str] = set()
+            x = s
+            while isinstance(x, NT) and x.name in rename:
+                got = resolved.get(x.name)
+                if got is not None:
+                    x = got
+                    break
+                if x.name in seen_set:  # a cycle of unit rules: keep the original behaviour
+                    return _walk_cycle(s, rename)
+                seen.append(x.name)
+                seen_set.add(x.name)
+                x = rename[x.name]
+            for n in seen:
+                resolved[n] = x
+            return x
 
         new: list[Rule] = []
         changed = False
@@ -187,6 +222,14 @@ def simplify(
     out.rules = [r for r in out.rules if r.lhs in out_nts]
     out.terminals = {n: t for n, t in g.terminals.items() if n in ts}
     return out
+
+
+def _walk_cycle(s: Symbol, rename: dict[str, Symbol]) -> Symbol:
+    seen = set()
+    while isinstance(s, NT) and s.name in rename and s.name not in seen:
+        seen.add(s.name)
+        s = rename[s.name]
+    return s
 
 
 def eliminate_epsilon(g: Grammar) -> Grammar:

@@ -65,6 +65,22 @@ class ByteParser:
         self.lexemes: list[tuple[int, int, tuple[int, ...], bool]] = []
         self.error: str | None = None
 
+    @classmethod
+    def resume(cls, tables: ParserTables, lexer: Lexer, parser: EarleyParser, state: int,
+               in_lexeme: bool) -> ByteParser:
+        """A recognizer that goes on from a state reached elsewhere (the mask engine's):
+        ``parser`` (used as is, not copied) after the lexemes so far, ``state`` the lexer
+        state of the pending lexeme, ``in_lexeme`` whether that lexeme is non-empty.
+        ``data`` then holds only the bytes fed from here (one placeholder byte stands for a
+        pending lexeme), so it is for recognizing, not for parse trees."""
+        bp = cls.__new__(cls)
+        bp.tables, bp.lexer, bp.parser, bp.state = tables, lexer, parser, state
+        bp.lexeme_start = 0
+        bp.data = bytearray(b"\0" if in_lexeme else b"")
+        bp.lexemes = []
+        bp.error = None
+        return bp
+
     # -- feeding ---------------------------------------------------------------------------
 
     def feed(self, data: bytes | str) -> bool:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tether.errors import LimitError
 from tether.parser.tables import ParserTables, Prediction
 
 _EMPTY: dict[int, tuple[int, ...]] = {}  # shared by rows with nothing to scan or wait on
@@ -99,6 +100,9 @@ class EarleyParser:
     """An Earley recognizer over terminal ids (see the module docstring).
 
     Never raises on input: ``push`` returns False when no terminal of the lexeme fits.
+    The one exception is a bound: a row past ``tables.max_items`` Earley items
+    (``Limits.max_earley_items``) raises LimitError (an ambiguous grammar on a long
+    input); the mask engine turns it into the matcher's error at decode time.
     """
 
     __slots__ = ("tables", "rows", "leo")
@@ -259,6 +263,7 @@ class EarleyParser:
         n_t, pb = t.n_terminals, t.pos_bits
         pm = (1 << pb) - 1
         rows, use_leo = self.rows, self.leo
+        cap = t.max_items
         items: set[int] = set()
         kscan: dict[int, list[int]] = {}
         kwait: dict[int, list[int]] = {}
@@ -267,6 +272,9 @@ class EarleyParser:
             if it in items:
                 continue
             items.add(it)
+            if len(items) > cap:
+                raise LimitError("max_earley_items", len(items), cap, f"lexeme {len(rows)}",
+                                 detail="items of one Earley row")
             p = it & pm
             s = sym[p]
             if s < 0:  # complete: A -> γ . from origin j (j is before this row)
@@ -305,6 +313,9 @@ class EarleyParser:
                 if nullable[s]:
                     stack.append(it + 1)
         pred = t.prediction(frozenset(kwait)) if kwait else t.empty_prediction
+        if len(items) + len(pred.positions) > cap:
+            raise LimitError("max_earley_items", len(items) + len(pred.positions), cap,
+                             f"lexeme {len(rows)}", detail="items of one Earley row")
         # tuples of ints (and dicts holding only those) are untracked by the cyclic GC, which
         # otherwise rescans every row of a long input again and again
         return Row(

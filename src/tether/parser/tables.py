@@ -82,11 +82,18 @@ class ParserTables:
         own_positions: per symbol id, the dotted positions predicting it creates in its own
             rules; computed per symbol on first use.
         pos_bits: bits of the position part of an item.
+        max_items: Earley items one row may hold (``Limits.max_earley_items`` when the
+            tables were built); a push past it raises LimitError.
         accept_pos: dotted position of ``$start -> start .``.
         dropped: names of rules dropped as non-productive or unreachable.
     """
 
     def __init__(self, grammar: Grammar, nullable_terminals: Iterable[str] | None = None) -> None:
+        from tether.limits import current
+
+        # bounds read once, at compile time, under the caller's limits (decode-time pushes
+        # must not depend on whatever limits are active then)
+        self.max_items: int = current().max_earley_items
         enc = _encode(grammar)
         self.dropped: tuple[str, ...] = enc.dropped
         self.start_name = grammar.start
