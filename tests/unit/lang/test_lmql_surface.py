@@ -1,0 +1,189 @@
+"""LMQL's surface beyond the paper: ``context``, ``import lmql``, ``from <expression>``,
+uppercase clauses, the inline distribution clause, nested quotes in typed holes,
+stop phrases with ``==`` / ``or`` / TOKENS, two-argument and streaming decorators,
+``return`` vs the result, chat roles through the model's template (rule-driven model)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lang_rule_model import rule_model
+
+from tether.compat import lmql as compat_lmql
+from tether.errors import QuerySyntaxError
+from tether.lang import load_query, query, run_query
+from tether.lang.syntax import fix_hole_quotes, parse_query
+
+
+def test_context_prompt_is_the_trace_so_far() -> None:
+    m = rule_model({"Q:": " hi\n"})
+    r = run_query('"Q:[X]" where STOPS_AT(X, "\\n")\nseen = context.prompt\n"{len(seen)}"', model=m)
+    assert r["seen"] == "Q: hi\n"
+    assert r.prompt == "Q: hi\n6"
+
+
+def test_import_lmql_inside_a_query_is_tethers_surface() -> None:
+    m = rule_model({"Q:": " yes"})
+    text = ("import lmql\nfrom lmql import F\n@lmql.query\ndef inner():\n    '''lmql\n    \"Q:[Y]\" where Y in [\" yes\", \" no\"]\n"
+            "    return Y\n    '''\nargmax\n    \"A [X: inner()]\"\nfrom \"embedded\"\n")
+    r = run_query(text, model=m)
+    assert r["X"] == " yes" and r.holes[-1].stopped == "nested"
+    assert r.prompt == "A  yes"
+
+
+def test_from_clause_takes_an_expression_and_run_model_overrides_it(capsys: pytest.CaptureFixture[str]) -> None:
+    m = rule_model({"Q:": " ok"})
+    q = load_query('argmax\n    "Q:[X]" where X in [" ok", " no"]\nfrom lmql.model("openai/gpt-4", temperature=0)\n')
+    assert q.qast.model is None and q.qast.model_expr is not None
+    assert q.run(model=m)["X"] == " ok"  # Query.run(model=...) overrides the from clause
+    assert capsys.readouterr().err == ""  # the from expression was not even evaluated
+    name = "some_model"
+    q2 = load_query('argmax\n    "Q:[X]"\nFROM name\n', env={"name": m})
+    assert q2.run()["X"] == " ok"
+    with pytest.raises(QuerySyntaxError, match="from clause"):
+        parse_query('argmax\n    "Q:[X]"\nfrom 3 +\n')
+    assert name
+
+
+def test_uppercase_clauses_and_inline_distribution() -> None:
+    m = rule_model({"Q:": " no"})
+    r = run_query('ARGMAX\n    "Q:[X]"\nFROM "embedded"\nWHERE len(TOKENS(X)) < 3\nDISTRIBUTE X OVER [" yes", " no"]\n',
+                  model=m)
+    assert r["X"] == " no" and abs(sum(r.distributions["X"].values()) - 1) < 1e-9
+    r2 = run_query('"Q:[X]" distribution X in [" yes", " no"]\n', model=m)
+    assert r2["X"] == " no" and set(r2.distributions["X"]) == {" yes", " no"}
+    qa = parse_query('"Q:[X]" distribution X in [" a", " b"]  # note\n')
+    assert qa.distribute is not None and qa.distribute[0] == "X"
+
+
+def test_nested_quotes_in_a_typed_regex_hole() -> None:
+    assert fix_hole_quotes('"N: [NAME: r"[a-z]+"] ok"') == "\"N: [NAME: r'[a-z]+'] ok\""
+    assert fix_hole_quotes("'[[not a hole]] \"x\"'") == "'[[not a hole]] \"x\"'"
+    m = rule_model({"N:": " bob42"})
+    r = run_query('"N:[NAME: r" [a-z]+"]"\n', model=m)
+    assert r["NAME"] == " bob"
+
+
+def test_stops_before_applies_to_a_value_fixed_by_equality() -> None:
+    m = rule_model({"City:": " Paris."})
+    r = run_query('"City:[C]" where C == " Paris." and STOPS_BEFORE(C, ".")', model=m)
+    assert r["C"] == " Paris" and r.holes[0].stopped == "stop" and r.holes[0].satisfied
+
+
+def test_stops_at_inside_or_stops() -> None:
+    m = rule_model({"S:": " one two! three four five six seven"})
+    r = run_query('"S:[S]" where STOPS_AT(S, ".") or STOPS_AT(S, "!")', model=m)
+    assert r["S"] == " one two!" and r.holes[0].stopped == "stop"
+
+
+def test_token_count_excludes_a_cut_stopping_token() -> None:
+    m = rule_model({"S:": " one two three.\n"})
+    r = run_query('"S:[S]" where STOPS_BEFORE(S, ".\\n")', model=m)
+    h = r.holes[0]
+    assert r["S"] == " one two three"
+    assert h.n_tokens == len(m.tokenize(h.text, add_bos=False))
+
+
+def test_len_tokens_equal_is_a_budget() -> None:
+    m = rule_model({"S:": " one two three four five six"})
+    r = run_query('"S:[S]" where len(TOKENS(S)) == 4', model=m)
+    assert r.holes[0].n_tokens == 4 and r.holes[0].satisfied
+
+
+def test_decorators_with_context_and_streaming() -> None:
+    m = rule_model({"Q:": " abc"})
+    seen: list[str] = []
+
+    @compat_lmql.decorators.pre
+    def ask(variable, context):  # noqa: ANN001, ANN202
+        seen.append(context.prompt)
+        return variable
+
+    def shout(value, context):  # noqa: ANN001, ANN202
+        return value.upper() + str(len(context.prompt))
+
+    @compat_lmql.decorators.streaming
+    def stream(value, context):  # noqa: ANN001, ANN202
+        seen.append("s:" + value)
+
+    r = run_query('"Q:[@ask @stream @shout X]" where len(TOKENS(X)) < 4', model=m,
+                  ask=ask, stream=stream, shout=shout)
+    assert seen[0] == "Q:" and any(s.startswith("s:") for s in seen)
+    assert r["X"] == r.holes[0].value and r["X"].startswith(" ABC")
+
+
+def test_return_value_vs_result() -> None:
+    m = rule_model({"Q:": " yes"})
+
+    @compat_lmql.query(model=m)
+    def with_return():
+        '''lmql
+        "Q:[X]" where X in [" yes", " no"]
+        return X
+        '''
+
+    @compat_lmql.query(model=m)
+    def bare_return():
+        '''lmql
+        "Q:[X]" where X in [" yes", " no"]
+        return
+        '''
+
+    assert with_return() == " yes"
+    res = bare_return()
+    assert isinstance(res, compat_lmql.LMQLResult) and res["X"] == " yes"
+
+
+def test_nested_docstring_query_without_marker() -> None:
+    m = rule_model({"Q:": " yes"})
+
+    def outer():  # noqa: ANN202
+        @query(model=m)
+        def inner():
+            '''
+            "Q:[X]" where X in [" yes", " no"]
+            return X
+            '''
+        return inner
+
+    assert outer()().return_value == " yes"
+
+
+def test_async_query_and_run() -> None:
+    m = rule_model({"Q:": " no"})
+
+    @compat_lmql.query(model=m)
+    async def ask():
+        '''lmql
+        "Q:[X]" where X in [" yes", " no"]
+        return X
+        '''
+
+    assert asyncio.run(ask()) == " no"
+    assert asyncio.run(compat_lmql.run('"Q:[X]" where X in [" yes", " no"]\nreturn X', model=m)) == " no"
+
+
+def test_F_function() -> None:
+    m = rule_model({"about": " Paris"})
+    f = compat_lmql.F("Tell me about {topic}:[A]", "A in [' Paris', ' Lyon']", model=m)
+    assert f(topic="France") == " Paris"
+    assert f("France") == " Paris"
+
+
+def test_chat_roles_use_the_models_template() -> None:
+    m = rule_model({"<turn model>\n": "Hi there"})
+    m.chat_template = ("{% for m in messages %}<turn {{ m.role }}>\n{{ m.content }}<end>\n{% endfor %}"
+                       "{% if add_generation_prompt %}<turn model>\n{% endif %}")
+    seen: list[list[int]] = []
+    orig = m.logits
+
+    def spy(toks):  # noqa: ANN001, ANN202
+        seen.append(list(toks))
+        return orig(toks)
+
+    m.logits = spy  # type: ignore[method-assign]
+    r = run_query('"{:user}Say hi\\n"\n"{:model}[A]" where len(TOKENS(A)) < 4', model=m)
+    prompt = m.vocabulary.decode(seen[0]).decode()
+    assert "<turn user>\nSay hi<end>\n<turn model>\n" in prompt and "User:" not in prompt
+    assert r["A"].startswith("Hi")
