@@ -19,6 +19,7 @@ from tether.lang import lmql as _surface
 from tether.lang.lmql import (
     F,
     LMQLResult,
+    LMQLUnsupportedError,
     ModelSpec,
     Variable,
     decorators,
@@ -30,7 +31,7 @@ from tether.lang.lmql import (
     run_sync,
 )
 
-__all__ = ["F", "LMQLResult", "ModelSpec", "Variable", "decorators", "generate", "generate_sync", "install",
+__all__ = ["F", "LMQLResult", "LMQLUnsupportedError", "ModelSpec", "Variable", "decorators", "generate", "generate_sync", "install",
            "model", "query", "run", "run_sync", "uninstall"]
 
 
@@ -55,3 +56,7 @@ def uninstall() -> None:
     if sys.modules.get("lmql") is _surface:
         del sys.modules["lmql"]
         sys.modules.pop("lmql.decorators", None)
+
+
+def __getattr__(name: str) -> object:
+    return getattr(_surface, name)  # unsupported names: LMQLUnsupportedError naming the construct

@@ -34,13 +34,14 @@ from collections.abc import Callable
 from typing import Any
 
 from tether.decoding.decoders import ArgumentError
+from tether.errors import TetherError
 from tether.lang.query import ModelSpec, Query, load_query, resolve_model
 from tether.lang.query import query as _tether_query
 from tether.lang.result import QueryResult
 from tether.lang.runtime import ACTIVE, Context, Variable, post, pre, streaming
 from tether.lang.syntax import Expr, Hole, parse_python, parse_template
 
-__all__ = ["F", "LMQLResult", "ModelSpec", "Variable", "decorators", "generate", "generate_sync", "model",
+__all__ = ["F", "LMQLResult", "LMQLUnsupportedError", "ModelSpec", "Variable", "decorators", "generate", "generate_sync", "model",
            "query", "query_builtins", "run", "run_sync"]
 
 LMQLResult = QueryResult
@@ -103,9 +104,7 @@ def query(fn: Callable[..., Any] | str | None = None, /, *, model: Any = None, d
     ``lmql.query("query text")``."""
     if fn is None:
         return lambda f: query(f, model=model, decoder=decoder, **decoder_args)
-    if isinstance(decoder, str) and "(" not in decoder and decoder_args:
-        # LMQL's keyword form: decoder="sample", n=2, temperature=0.7
-        decoder, decoder_args = None, {**decoder_args}
+    # LMQL's keyword form (decoder="sample", n=2, temperature=0.7) is tether's too
     q = _tether_query(fn, model=model, decoder=decoder, **decoder_args)
     return LMQLQuery(q, inspect.iscoroutinefunction(fn) if callable(fn) else False)
 
@@ -201,3 +200,28 @@ def query_builtins() -> dict[str, Any]:
 
         _BUILTINS = {**vars(builtins), "__import__": _import}
     return _BUILTINS
+
+
+class LMQLUnsupportedError(TetherError, AttributeError):
+    """A part of LMQL's Python API tether has no analogue for (named, with the line)."""
+
+
+_UNSUPPORTED = {
+    "serve": "LMTP model serving (`lmql serve-model`) has no analogue: tether loads models in-process",
+    "serve_model": "LMTP model serving has no analogue: tether loads models in-process",
+    "lmtp": "the LMTP protocol has no analogue: tether loads models in-process",
+    "constraint": "custom constraint classes are not supported: use a Python function in the where clause "
+                  "(checked on values, not masked)",
+    "score": "lmql.score is not supported: use distribution clauses (`distribution X in [...]`)",
+    "score_sync": "lmql.score_sync is not supported: use distribution clauses (`distribution X in [...]`)",
+    "set_default_model": "set a default with Query.run(model=...) or a from clause",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    frame = sys._getframe(1)
+    where = f" ({frame.f_code.co_filename}:{frame.f_lineno})"
+    reason = _UNSUPPORTED.get(name, "not part of tether's LMQL surface (see docs/lmql.md)")
+    raise LMQLUnsupportedError(f"lmql.{name}{where}: {reason}")

@@ -28,6 +28,7 @@ import functools
 import inspect
 import json
 import math
+import sys
 import types
 import typing
 from collections import deque
@@ -621,11 +622,15 @@ class Runtime:
         self.rng = np.random.default_rng(s)  # type: ignore[arg-type]
         self.chat_roles = chat_roles or {}
         # role tags go through the model's own chat template (unless labels are given)
+        self.chat = False  # role tags rendered by the model's chat template
         self.chat_template: str | None = None
         if not self.chat_roles and self.info is not None:
             from tether.program.chat import template_of  # noqa: PLC0415
 
             self.chat_template = template_of(model)
+            tok = getattr(model, "tokenizer", None)
+            self.chat = (self.chat_template is not None or callable(getattr(model, "apply_chat_template", None))
+                         or callable(getattr(tok, "apply_chat_template", None)))
         self.stop_on_masked = bool(args.get("stop_on_masked", True))
         self.use_engine = bool(args.get("engine", True))
         self.batch = bool(args.get("batch", True))
@@ -661,15 +666,22 @@ class Runtime:
     def prompt_tokens(self, ex: Execution) -> list[int]:
         """The model's prompt for a branch: the trace, or, when it has role tags and the
         model a chat template, its turns rendered by that template (the open turn last)."""
-        chat = ex.chat_messages() if self.chat_template is not None else None
+        chat = ex.chat_messages() if self.chat else None
         if chat is None:
             return self.tokenize_prompt(ex.trace())
         from tether.program.chat import render_chat, tokenize_rendered  # noqa: PLC0415
 
         closed, open_turn = chat
         mark = "\ue000tether-open-turn\ue000"
-        text = render_chat(self.model, [*closed, {"role": open_turn["role"], "content": open_turn["content"] + mark}],
-                           chat_template=self.chat_template, add_generation_prompt=False)
+        try:
+            text = render_chat(self.model, [*closed, {"role": open_turn["role"], "content": open_turn["content"] + mark}],
+                               chat_template=self.chat_template, add_generation_prompt=False)
+        except ModelError as exc:
+            if "no chat template" not in str(exc):
+                raise
+            self.chat = False  # the model has none after all: plain role labels, said once
+            print(f"note: {str(exc).splitlines()[0]}; role tags are written as plain labels", file=sys.stderr)
+            return self.tokenize_prompt(ex.trace())
         cut = text.find(mark)
         if cut < 0:  # the template dropped the turn's content: generate after it
             text = render_chat(self.model, closed, chat_template=self.chat_template, add_generation_prompt=True)
@@ -711,7 +723,7 @@ class Runtime:
             raise ModelError("distribute needs log-probabilities; this model offers none (an HTTP API)")
         trace = ex.trace()
         ctx = self.prompt_tokens(ex)
-        chat = self.chat_template is not None and ex.chat_messages() is not None
+        chat = self.chat and ex.chat_messages() is not None
         conts = []
         for v in req.support or []:
             s = _fmt(v)

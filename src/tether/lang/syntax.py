@@ -314,8 +314,8 @@ _CLAUSE = re.compile(r"^(from|where|distribute|distribution|FROM|WHERE|DISTRIBUT
 
 
 def _decoder_head(line: str) -> re.Match[str] | None:
-    return re.match(r"^(argmax|greedy|sample|beam_search|beam|ARGMAX|GREEDY|SAMPLE|BEAM_SEARCH|BEAM)\b\s*(\(.*\))?\s*(.*)$",
-                    line)
+    return re.match(r"^(argmax|greedy|sample|beam_search|beam|ARGMAX|GREEDY|SAMPLE|BEAM_SEARCH|BEAM"
+                    r"|best_k|beam_var|var|beam_sample|BEST_K|BEAM_VAR|VAR|BEAM_SAMPLE)\b\s*(\(.*\))?\s*(.*)$", line)
 
 
 def parse_decoder(src: str, text: str = "", offset: int = 0, filename: str = "<query>") -> DecoderSpec:
@@ -334,6 +334,9 @@ def parse_decoder(src: str, text: str = "", offset: int = 0, filename: str = "<q
         raise _err("expected a decoder: argmax, sample(...) or beam(...)", text or src, offset, filename)
     name = name.lower() if name.isupper() else name  # ARGMAX, SAMPLE(n=2): the paper's upper case
     method = {"greedy": "argmax", "beam_search": "beam"}.get(name, name)
+    if method in ("best_k", "beam_var", "var", "beam_sample"):
+        raise _err(f"unknown decoder {name!r}: LMQL's {name} decoder is not supported by tether; "
+                   "use argmax, sample(n=...) or beam(n=...)", text or src, offset, filename)
     if method not in ("argmax", "sample", "beam"):
         raise _err(f"unknown decoder {name!r}; expected argmax, sample or beam", text or src, offset, filename)
     args: dict[str, object] = {}

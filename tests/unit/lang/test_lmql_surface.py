@@ -187,3 +187,34 @@ def test_chat_roles_use_the_models_template() -> None:
     prompt = m.vocabulary.decode(seen[0]).decode()
     assert "<turn user>\nSay hi<end>\n<turn model>\n" in prompt and "User:" not in prompt
     assert r["A"].startswith("Hi")
+
+
+def test_install_is_opt_in_and_reversible() -> None:
+    import importlib.util
+    import sys
+
+    real = importlib.util.find_spec("lmql") is not None
+    assert sys.modules.get("lmql") is None or real
+    ok = compat_lmql.install()
+    try:
+        assert ok is (not real)
+        if ok:
+            import lmql  # type: ignore[import-not-found]
+
+            assert lmql.F is compat_lmql.F
+            from lmql.decorators import pre  # type: ignore[import-not-found]
+
+            assert pre is compat_lmql.decorators.pre
+    finally:
+        compat_lmql.uninstall()
+    assert "lmql" not in sys.modules or real
+
+
+def test_unsupported_parts_name_the_construct_and_line() -> None:
+    m = rule_model({"Q:": " yes"})
+    with pytest.raises(compat_lmql.LMQLUnsupportedError, match=r"lmql\.serve_model \(<query-\d+>:2\).*LMTP"):
+        run_query('"Q:[X]" where X in [" yes"]\nlmql.serve_model("x")\n', model=m)
+    with pytest.raises(QuerySyntaxError, match="unknown decoder 'best_k'.*line 1"):
+        load_query('best_k(n=2)\n    "Q:[X]"\n')
+    with pytest.raises(AttributeError):
+        compat_lmql.score_sync  # noqa: B018
