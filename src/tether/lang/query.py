@@ -43,6 +43,7 @@ from tether.lang.syntax import (
     DecoderSpec,
     QueryAst,
     check_decoder_args,
+    drop_lmql_runtime_args,
     parse_body,
     parse_decoder,
     parse_query,
@@ -69,6 +70,7 @@ def _decoder(spec: DecoderSpec | str | None, extra: dict[str, Any]) -> DecoderSp
     else:
         raise ArgumentError("decoder", spec, "None, a decoder clause such as 'beam(n=2)', or a DecoderSpec")
     d.args.update(extra)
+    d.args = drop_lmql_runtime_args(d.method, d.args)
     check_decoder_args(d.method, d.args)
     return d
 

@@ -262,6 +262,23 @@ DECODER_ARGS = ("n", "temperature", "seed", "max_len", "max_tokens", "stop_on_ma
                 "close_on_budget")
 
 
+# LMQL decoder keywords that tune LMQL's own runtime (output, batching, caching): accepted,
+# ignored, and said so on stderr
+LMQL_RUNTIME_ARGS = ("verbose", "chunksize", "openai_chunksize", "cache", "show_speculative", "certificate",
+                     "step_budget", "top_logprobs", "api_key", "is_async")
+
+
+def drop_lmql_runtime_args(method: str, args: dict[str, object]) -> dict[str, object]:
+    """``args`` without LMQL's runtime-tuning keywords (noted on stderr when present)."""
+    ignored = sorted(k for k in args if k in LMQL_RUNTIME_ARGS)
+    if ignored:
+        import sys  # noqa: PLC0415
+
+        print(f"note: {method}({', '.join(k + '=...' for k in ignored)}): LMQL runtime options ignored by tether",
+              file=sys.stderr)
+    return {k: v for k, v in args.items() if k not in LMQL_RUNTIME_ARGS}
+
+
 def check_decoder_args(method: str, args: dict[str, object]) -> None:
     """Check a decoder clause's keywords: known names, right types, ranges and limits.
 
@@ -347,6 +364,7 @@ def parse_decoder(src: str, text: str = "", offset: int = 0, filename: str = "<q
             args[str(k.arg)] = ast.literal_eval(k.value)
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             raise _err(f"decoder argument {k.arg!r} must be a constant", text or src, offset, filename) from None
+    args = drop_lmql_runtime_args(method, args)
     try:
         check_decoder_args(method, args)
     except ArgumentError as exc:  # (a LimitError goes out as it is: it names the limit)

@@ -218,3 +218,21 @@ def test_unsupported_parts_name_the_construct_and_line() -> None:
         load_query('best_k(n=2)\n    "Q:[X]"\n')
     with pytest.raises(AttributeError):
         compat_lmql.score_sync  # noqa: B018
+
+
+def test_lmql_runtime_decoder_options_are_accepted_and_noted(capsys: pytest.CaptureFixture[str]) -> None:
+    m = rule_model({"Q:": " yes"})
+    r = run_query('argmax(verbose=True, chunksize=4, max_len=8)\n    "Q:[X]" where X in [" yes", " no"]\n', model=m)
+    assert r["X"] == " yes"
+    assert "verbose=..." in capsys.readouterr().err
+
+    @compat_lmql.query(model=m, verbose=True)
+    def q():
+        '''lmql
+        "Q:[X]" where X in [" yes", " no"]
+        return X
+        '''
+
+    assert q() == " yes"
+    with pytest.raises(QuerySyntaxError, match="bogus"):
+        load_query('argmax(bogus=1)\n    "Q:[X]"\n')
