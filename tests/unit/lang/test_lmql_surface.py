@@ -236,3 +236,42 @@ def test_lmql_runtime_decoder_options_are_accepted_and_noted(capsys: pytest.Capt
     assert q() == " yes"
     with pytest.raises(QuerySyntaxError, match="bogus"):
         load_query('argmax(bogus=1)\n    "Q:[X]"\n')
+
+
+def test_generate_sync_and_async() -> None:
+    m = rule_model({"Once": " upon a time"})
+    out = compat_lmql.generate_sync("Once", max_tokens=3, model=m)
+    assert isinstance(out, str) and 0 < len(m.tokenize(out, add_bos=False)) <= 3
+    assert asyncio.run(compat_lmql.generate("Once", max_tokens=3, model=m)) == out
+    with pytest.raises(ValueError, match="generate"):
+        compat_lmql.generate_sync("Once", max_tokens=3, model=m, bogus=1)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TEXT = st.lists(st.sampled_from([*'"\'[]{}:r az_\\\n#@', "distribution ", " in ", "X", '"Q:[X]" ']),
+                 max_size=30).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_TEXT)
+def test_source_rewrites_keep_columns_and_never_raise(src: str) -> None:
+    from tether.lang.syntax import split_inline_distribution
+
+    fixed = fix_hole_quotes(src)
+    assert len(fixed) == len(src)
+    assert all(a == b or {a, b} == {'"', "'"} for a, b in zip(src, fixed, strict=True))
+    out, found = split_inline_distribution(src)
+    assert len(out) == len(src) and out.count("\n") == src.count("\n")
+    if found is None:
+        assert out == src
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["from", "FROM"]), st.sampled_from(["where", "WHERE"]),
+       st.sampled_from(["argmax", "ARGMAX", "argmax(max_len=4)"]), st.integers(1, 9))
+def test_clause_keywords_in_either_case_parse_alike(fr: str, wh: str, dec: str, n: int) -> None:
+    q = parse_query(f'{dec}\n    "Q:[X]"\n{fr} "embedded"\n{wh} len(TOKENS(X)) < {n}\n')
+    assert q.model == "embedded" and q.where is not None and q.decoder is not None
+    assert q.decoder.method == "argmax"
