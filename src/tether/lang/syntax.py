@@ -124,13 +124,14 @@ def parse_python(src: str, mode: str = "exec", filename: str = "<query>") -> ast
     return tree
 
 
-def _scan_balanced(s: str, i: int, close: str) -> int:
+def _scan_balanced(s: str, i: int, close: str, stop: int | None = None) -> int:
     """Index of the ``close`` char that ends the group starting at ``s[i]`` (after the
-    opener), skipping nested brackets and quoted strings; -1 if none."""
+    opener, before ``stop``), skipping nested brackets and quoted strings; -1 if none."""
     depth = 0
     pairs = {"(": ")", "[": "]", "{": "}"}
     quote = ""
-    while i < len(s):
+    end = len(s) if stop is None else stop
+    while i < end:
         c = s[i]
         if quote:
             if c == "\\":
@@ -643,13 +644,17 @@ def fix_hole_quotes(src: str) -> str:
             continue
         q, alt = c, "'" if c == '"' else '"'
         i += 1
+        eol = src.find("\n", i)
+        eol = n if eol < 0 else eol
+        unclosed = False  # a hole closes on its line; one failed scan means none later does
         while i < n and src[i] != q and src[i] != "\n":
             if src[i] == "\\":
                 i += 2
                 continue
-            if src[i] == "[" and not src.startswith("[[", i) and _HOLE_HEAD.match(src, i):
-                end = _scan_balanced(src, i + 1, "]")
-                seg = src[i : end] if end > 0 and "\n" not in src[i:end] else ""
+            if src[i] == "[" and not unclosed and not src.startswith("[[", i) and _HOLE_HEAD.match(src, i):
+                end = _scan_balanced(src, i + 1, "]", eol)
+                unclosed = end < 0
+                seg = src[i : end] if end > 0 else ""
                 if q in seg and alt not in seg:
                     for k in range(i, end):
                         if src[k] == q:

@@ -275,3 +275,12 @@ def test_clause_keywords_in_either_case_parse_alike(fr: str, wh: str, dec: str, 
     q = parse_query(f'{dec}\n    "Q:[X]"\n{fr} "embedded"\n{wh} len(TOKENS(X)) < {n}\n')
     assert q.model == "embedded" and q.where is not None and q.decoder is not None
     assert q.decoder.method == "argmax"
+
+
+def test_hole_quote_rewrite_is_linear_on_hostile_text() -> None:
+    import time
+
+    for src in ['"' + "[a: " * 50000 + '"', ('"[a: r"x"]"\n') * 30000]:
+        t = time.perf_counter()
+        assert len(fix_hole_quotes(src)) == len(src)
+        assert time.perf_counter() - t < 5.0
