@@ -190,12 +190,20 @@ class Query:
         from_clause = self.qast.model
         if m is None and self.qast.model_expr is not None:
             # ``from lmql.model("...")``, a variable, any expression: evaluated now
-            v = eval(compile(ast.Expression(self.qast.model_expr), self.qast.filename, "eval"),  # noqa: S307
-                     self.program.environment(None), self.bind_args(args, kwargs))
+            line = getattr(self.qast.model_expr, "lineno", 0)
+            try:
+                v = eval(compile(ast.Expression(self.qast.model_expr), self.qast.filename, "eval"),  # noqa: S307
+                         self.program.environment(None), self.bind_args(args, kwargs))
+            except Exception as exc:
+                raise ModelError(f"the from clause at line {line} of {self.qast.filename} failed: "
+                                 f"{type(exc).__name__}: {exc}") from exc
             if isinstance(v, str):
                 from_clause = v
-            else:
+            elif isinstance(v, ModelSpec) or hasattr(v, "costs"):  # a model object (any backend)
                 m = v
+            else:
+                raise ModelError(f"the from clause at line {line} of {self.qast.filename} gave "
+                                 f"{type(v).__name__}, not a model name, lmql.model(...) or a model")
         m = resolve_model(m, from_clause)
         dec = _decoder(decoder, {}) or self.decoder or DecoderSpec("argmax", {})
         rt = Runtime(m, dec, input_fn=input_fn, max_tokens=max_tokens, seed=seed, chat_roles=chat_roles)

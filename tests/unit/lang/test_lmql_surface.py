@@ -284,3 +284,12 @@ def test_hole_quote_rewrite_is_linear_on_hostile_text() -> None:
         t = time.perf_counter()
         assert len(fix_hole_quotes(src)) == len(src)
         assert time.perf_counter() - t < 5.0
+
+
+def test_a_from_expression_that_fails_names_the_clause_and_line() -> None:
+    from tether.errors import ModelError
+
+    with pytest.raises(ModelError, match="from clause at line 3.*NameError"):
+        load_query('argmax\n    "Q:[X]"\nfrom no_such_model\n').run()
+    with pytest.raises(ModelError, match="from clause at line 3.*gave int"):
+        load_query('argmax\n    "Q:[X]"\nfrom 1 + 2\n').run()
