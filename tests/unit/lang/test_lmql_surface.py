@@ -293,3 +293,31 @@ def test_a_from_expression_that_fails_names_the_clause_and_line() -> None:
         load_query('argmax\n    "Q:[X]"\nfrom no_such_model\n').run()
     with pytest.raises(ModelError, match="from clause at line 3.*gave int"):
         load_query('argmax\n    "Q:[X]"\nfrom 1 + 2\n').run()
+
+
+_WORDS = st.lists(st.sampled_from([" one", " two", " three", ".", "!", " five", " star"]), min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_WORDS, st.lists(st.sampled_from([".", "!", " two"]), min_size=1, max_size=3, unique=True))
+def test_stops_in_or_end_at_the_first_phrase_or_not_at_all(words: list[str], phrases: list[str]) -> None:
+    cont = "".join(words)
+    m = rule_model({"S:": cont})
+    cond = " or ".join(f"STOPS_AT(S, {p!r})" for p in phrases)
+    r = run_query(f'"S:[S]" where ({cond}) and len(TOKENS(S)) < 12', model=m)
+    h = r.holes[0]
+    if h.stopped == "stop":
+        assert any(h.text.endswith(p) for p in phrases)
+        first = min((h.text.find(p) + len(p) for p in phrases if p in h.text), default=-1)
+        assert first == len(h.text)  # the first occurrence of any phrase ends the hole
+    else:
+        assert not any(p in h.text for p in phrases)
+    assert h.n_tokens < 12 and h.satisfied
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([" Paris", " Lyon", " Rome"]), st.sampled_from([".", "!"]))
+def test_stops_before_removes_the_phrase_from_a_fixed_value(city: str, end: str) -> None:
+    m = rule_model({"City:": city + end})
+    r = run_query(f'"City:[C]" where C == {city + end!r} and STOPS_BEFORE(C, {end!r})', model=m)
+    assert r["C"] == city and r.holes[0].satisfied and r.holes[0].stopped == "stop"
