@@ -838,7 +838,13 @@ class Runtime:
             output = regex(p.regexes[0])
         budget = self.max_tokens if p.max_tokens is None else min(self.max_tokens, p.max_tokens)
         before = self.model.costs.generate_calls
-        g = generate(self.model, ex.trace(), output, decoder=self.decoder.method if self.decoder.method == "sample" else "argmax",
+        # role tags on a black-box model: its chat interface, when the hole opens a fresh
+        # assistant turn (a partly written turn cannot be continued through a chat API)
+        prompt: Any = ex.trace()
+        chat = ex.chat_messages() if not self.chat_roles else None
+        if chat is not None and chat[1]["role"] == "assistant" and not chat[1]["content"] and chat[0]:
+            prompt = chat[0]
+        g = generate(self.model, prompt, output, decoder=self.decoder.method if self.decoder.method == "sample" else "argmax",
                      max_tokens=max(budget, 1), temperature=self.temperature if self.decoder.method == "sample" else None,
                      stop=[s for s, _ in p.stops] or None, healing=False)
         if self.model.costs.generate_calls == before:

@@ -321,3 +321,32 @@ def test_stops_before_removes_the_phrase_from_a_fixed_value(city: str, end: str)
     m = rule_model({"City:": city + end})
     r = run_query(f'"City:[C]" where C == {city + end!r} and STOPS_BEFORE(C, {end!r})', model=m)
     assert r["C"] == city and r.holes[0].satisfied and r.holes[0].stopped == "stop"
+
+
+class FakeChatHTTPModel:
+    """A black-box model with a chat endpoint and a completion endpoint (records requests)."""
+
+    def __init__(self) -> None:
+        from tether.models.base import Costs
+
+        self.costs = Costs()
+        self.name = "fake-chat"
+        self.black_box = True
+        self.chats: list[list[dict[str, str]]] = []
+        self.completions: list[str] = []
+
+    def chat(self, messages, **params):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN003, ANN201
+        self.chats.append(list(messages))
+        return {"choices": [{"message": {"content": "Hello there"}, "finish_reason": "stop"}], "usage": {}}
+
+    def complete(self, prompt, **params):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN003, ANN201
+        self.completions.append(prompt)
+        return {"choices": [{"text": " plain", "finish_reason": "stop"}], "usage": {}}
+
+
+def test_chat_roles_on_a_black_box_model_go_through_its_chat_interface() -> None:
+    m = FakeChatHTTPModel()
+    r = run_query('"{:system}Be brief."\n"{:user}Say hello."\n"{:assistant}[A]"\n"{:user}Again.[B]"', model=m)
+    assert r["A"] == "Hello there"
+    assert m.chats == [[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hello."}]]
+    assert r["B"] == " plain" and len(m.completions) == 1  # a hole inside a user turn: the plain trace
