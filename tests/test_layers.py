@@ -22,6 +22,7 @@ LAYERS = [
     "decoding",
     "program",
     "lang",
+    "compat",
     "integrations",
     "server",
     "cli",

@@ -180,3 +180,26 @@ def test_hole_results_are_truthful_on_the_real_model(model: Any) -> None:
     assert h.n_tokens <= 1
     assert (h.value is None) == (not h.satisfied)
     assert h.value is None or isinstance(h.value, int)
+
+
+def test_chat_roles_render_through_the_embedded_models_template(model: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Role tags become the model's own chat turns (Gemma: <start_of_turn>user ...)."""
+    from tether.lang import run_query
+    from tether.lang.runtime import Runtime
+
+    prompts: list[list[int]] = []
+    orig = Runtime.prompt_tokens
+
+    def spy(self: Runtime, ex: Any) -> list[int]:
+        toks = orig(self, ex)
+        prompts.append(toks)
+        return toks
+
+    monkeypatch.setattr(Runtime, "prompt_tokens", spy)
+    r = run_query('"{:system}Answer briefly."\n"{:user}What is 2+2?"\n"{:assistant}[A]" where len(TOKENS(A)) < 6',
+                  model=model)
+    text = model.vocabulary.decode(prompts[0]).decode("utf-8", "replace")
+    turn = model.tokenize("<start_of_turn>", add_bos=False, special=True)
+    assert len(turn) == 1 and prompts[0].count(turn[0]) >= 2  # the turns, the model's open one last
+    assert "What is 2+2?" in text and text.rstrip().endswith("model") and "User:" not in text
+    assert r.holes[0].n_tokens < 6 and not r.violations

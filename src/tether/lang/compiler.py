@@ -134,7 +134,8 @@ class _Transformer(ast.NodeTransformer):
         tmp = ast.Name("__tether_ret__", ast.Store())
         out = [
             ast.Assign([tmp], value),
-            _y(_tuple(_const("end"), ast.Call(ast.Name("locals", ast.Load()), [], []), ast.Name("__tether_ret__", ast.Load()))),
+            _y(_tuple(_const("end"), ast.Call(ast.Name("locals", ast.Load()), [], []), ast.Name("__tether_ret__", ast.Load()),
+                      _const(node.value is not None))),
             ast.Return(ast.Name("__tether_ret__", ast.Load())),
         ]
         for s in out:

@@ -21,6 +21,7 @@ what the constraint sees, so a gated stop like ``len(TOKENS(S)) > 15 and STOPS_A
 from __future__ import annotations
 
 import ast
+import bisect
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -107,6 +108,8 @@ class Step:
     ends: bool
     value: str | None  # final value when ``ends``
     reason: str = ""  # why the hole ends: "eos", "stop", "budget"
+    n_value: int = -1  # a stop cut the value: tokens that reach into it (-1: all of them)
+    stop_text: str = ""  # a stop cut the value: the text up to the end of the stop phrase
 
 
 def _decode(raw: bytes) -> str:
@@ -151,11 +154,15 @@ class HoleDecoder:
         self.reason = ""
         self.checks = 0
         self.closing_len = -1  # tokens of the shortest completion when last measured; -1: never
+        self.lens: list[int] = []  # characters of the decoded text after each token
+        self.value_tokens = -1  # tokens of the value when a stop phrase cut it (-1: all)
+        self.stop_text = ""  # the text up to the end of the stop phrase that ended the hole
 
     def copy(self) -> HoleDecoder:
         c = object.__new__(HoleDecoder)
         c.__dict__.update(self.__dict__)
         c.tokens = list(self.tokens)
+        c.lens = list(self.lens)
         c.matchers = [m.copy() for m in self.matchers]
         return c
 
@@ -202,13 +209,20 @@ class HoleDecoder:
                 and not self._tail_viable(new, raw)):
             return None
         # stop phrases: the first new occurrence ends the hole if the constraint allows it
-        cut_at, cut = None, None
+        cut_at, cut, full = None, None, ""
         for phrase, keep in self.plan.stops:
             i = new.find(phrase, max(0, len(old) - len(phrase) + 1))
             if i >= 0 and (cut_at is None or i < cut_at):
-                cut_at, cut = i, new[: i + len(phrase)] if keep else new[:i]
-        if cut is not None and self._ok(cut, n, True):
-            return Step(token, 0.0, True, cut, "stop")
+                cut_at, cut, full = i, new[: i + len(phrase)] if keep else new[:i], new[: i + len(phrase)]
+        if cut is not None:
+            # only the tokens that reach into the value count for TOKENS(...)
+            n_cut = 0 if not cut else bisect.bisect_left([*self.lens, len(new)], len(cut)) + 1
+            if self._ok(cut, n_cut, True):
+                return Step(token, 0.0, True, cut, "stop", n_cut, full)
+            if cut != full and self._ok(full, n, True):
+                # the rest of the constraint fixed the value with the phrase (X == "Paris."):
+                # STOPS_BEFORE still removes it
+                return Step(token, 0.0, True, cut, "stop", n_cut, full)
         if n == self.max_tokens:  # the last token the budget allows: the value is final
             return Step(token, 0.0, True, new, "budget") if self._ok(new, n, True) else None
         if not self._ok(new, n, False):
@@ -297,9 +311,11 @@ class HoleDecoder:
                     self.matchers = []  # cannot happen for masked tokens; fall back to Follow checks
             self.tokens.append(step.token)
             self.raw += self.info.token_bytes[step.token]
+            self.lens.append(len(self.text))
         if step.ends:
             self.done = True
             self.value = step.value if step.value is not None else self.text
+            self.value_tokens, self.stop_text = step.n_value, step.stop_text
         self.state = self.state.extended(self.text, len(self.tokens), False)
 
     def closing_tokens(self, token: int | None = None) -> list[int] | None:

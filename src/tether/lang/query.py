@@ -30,19 +30,20 @@ import inspect
 import linecache
 import sys
 import textwrap
-import types
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tether.decoding.decoders import ArgumentError
 from tether.errors import ModelError, QuerySyntaxError
-from tether.lang.runtime import ACTIVE, NestedCall, Program, Runtime, post, pre
+from tether.lang.runtime import ACTIVE, NestedCall, Program, Runtime
 from tether.lang.syntax import (
     DecoderSpec,
     QueryAst,
     check_decoder_args,
+    drop_lmql_runtime_args,
     parse_body,
     parse_decoder,
     parse_query,
@@ -50,19 +51,9 @@ from tether.lang.syntax import (
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 
-__all__ = ["Query", "load_query", "query", "run_query"]
+__all__ = ["ModelSpec", "Query", "load_query", "query", "run_query"]
 
 _TEXT_COUNTER = 0
-
-
-def compat_namespace() -> types.SimpleNamespace:
-    """The ``lmql``/``tether`` names visible inside query programs."""
-    return types.SimpleNamespace(
-        query=query,
-        decorators=types.SimpleNamespace(pre=pre, post=post),
-        pre=pre,
-        post=post,
-    )
 
 
 def _decoder(spec: DecoderSpec | str | None, extra: dict[str, Any]) -> DecoderSpec | None:
@@ -79,8 +70,45 @@ def _decoder(spec: DecoderSpec | str | None, extra: dict[str, Any]) -> DecoderSp
     else:
         raise ArgumentError("decoder", spec, "None, a decoder clause such as 'beam(n=2)', or a DecoderSpec")
     d.args.update(extra)
+    d.args = drop_lmql_runtime_args(d.method, d.args)
     check_decoder_args(d.method, d.args)
     return d
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+@dataclass
+class ModelSpec:
+    """A model named the way LMQL programs name one: ``lmql.model("name", **options)``.
+
+    ``load()`` gives the tether model of that name; a name tether cannot load (a hosted
+    model, ``local:gpt2``) becomes the embedded model, and the substitution is said on
+    stderr (``substituted`` tells it too). Options tether has no use for (``endpoint=``,
+    ``cuda=``, ``tokenizer=``...) are kept and named in that note; ``n_ctx`` and
+    ``chat_template`` are passed on to a model tether loads.
+    """
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+    substituted: str = ""
+
+    def load(self, warn: Callable[[str], None] | None = None) -> Any:
+        from tether.models import load_model  # noqa: PLC0415 (heavy backends load lazily)
+
+        say = warn or _note
+        ignored = sorted(self.options)
+        try:
+            m = load_model(self.name)
+        except ModelError as exc:
+            self.substituted = (f"model {self.name!r} is not one tether can load "
+                                f"({exc.args[0].splitlines()[0]}); using the embedded model")
+            say(f"note: {self.substituted}" + (f"; options ignored: {', '.join(ignored)}" if ignored else ""))
+            return load_model("embedded")
+        if ignored:
+            say(f"note: lmql.model({self.name!r}): options ignored by tether: {', '.join(ignored)}")
+        return m
 
 
 def resolve_model(spec: Any, fallback_from: str | None = None, *, warn: Callable[[str], None] | None = None) -> Any:
@@ -91,6 +119,8 @@ def resolve_model(spec: Any, fallback_from: str | None = None, *, warn: Callable
     """
     from tether.models import load_model  # noqa: PLC0415 (heavy backends load lazily)
 
+    if isinstance(spec, ModelSpec):
+        return spec.load(warn)
     if spec is not None and not isinstance(spec, str):
         return spec
     if spec is not None:
@@ -157,7 +187,24 @@ class Query:
              chat_roles: dict[str, str] | None, kwargs: dict[str, Any]) -> Any:
         active = ACTIVE.get()
         m = model or self.model or (active.model if active is not None else None)
-        m = resolve_model(m, self.qast.model)
+        from_clause = self.qast.model
+        if m is None and self.qast.model_expr is not None:
+            # ``from lmql.model("...")``, a variable, any expression: evaluated now
+            line = getattr(self.qast.model_expr, "lineno", 0)
+            try:
+                v = eval(compile(ast.Expression(self.qast.model_expr), self.qast.filename, "eval"),  # noqa: S307
+                         self.program.environment(None), self.bind_args(args, kwargs))
+            except Exception as exc:
+                raise ModelError(f"the from clause at line {line} of {self.qast.filename} failed: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+            if isinstance(v, str):
+                from_clause = v
+            elif isinstance(v, ModelSpec) or hasattr(v, "costs"):  # a model object (any backend)
+                m = v
+            else:
+                raise ModelError(f"the from clause at line {line} of {self.qast.filename} gave "
+                                 f"{type(v).__name__}, not a model name, lmql.model(...) or a model")
+        m = resolve_model(m, from_clause)
         dec = _decoder(decoder, {}) or self.decoder or DecoderSpec("argmax", {})
         rt = Runtime(m, dec, input_fn=input_fn, max_tokens=max_tokens, seed=seed, chat_roles=chat_roles)
         bound = self.bind_args(args, kwargs)
@@ -242,6 +289,11 @@ def _function_query_text(fn: Callable[..., Any]) -> tuple[str, str]:
         marked = (isinstance(first_stmt, ast.Expr) and isinstance(first_stmt.value, ast.Constant)
                   and isinstance(first_stmt.value.value, str)
                   and first_stmt.value.value.lstrip(" ").split("\n", 1)[0].strip().lower() in _MARKERS)
+        # a body that is only a docstring written over several lines is the query text,
+        # with or without the marker (a one-line string is a prompt statement)
+        marked = marked or (len(stmts) == 1 and isinstance(first_stmt, ast.Expr)
+                            and isinstance(first_stmt.value, ast.Constant) and isinstance(first_stmt.value.value, str)
+                            and (first_stmt.end_lineno or first_stmt.lineno) > first_stmt.lineno)
         if not (len(stmts) == 1 and marked):
             lines = src.splitlines(keepends=True)
             first = stmts[1] if marked and len(stmts) > 1 else stmts[0]

@@ -52,6 +52,7 @@ class QueryResult:
         logprob: log-probability of the decoded hole tokens under the model.
         costs: cost counters of the whole run (all branches), a ``tether.models.base.Costs``.
         results: all branches; ``results[0] is self`` for the returned result.
+        returned: True when the body ran ``return <value>`` (a bare ``return`` or none: False).
     """
 
     prompt: str
@@ -63,6 +64,7 @@ class QueryResult:
     logprob: float = 0.0
     costs: Any = None
     results: list[QueryResult] = field(default_factory=list)
+    returned: bool = False
 
     def __getitem__(self, name: str) -> Any:
         return self.variables[name]

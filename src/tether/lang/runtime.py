@@ -28,6 +28,7 @@ import functools
 import inspect
 import json
 import math
+import sys
 import types
 import typing
 from collections import deque
@@ -90,6 +91,58 @@ def post(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def streaming(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` as a *streaming* decorator: called with the hole's text so far (and the
+    ``context``, when it takes two arguments) after every decoded token (argmax and
+    sample(n); beam(n) calls it once with the final value)."""
+    fn.__tether_streaming__ = True  # type: ignore[attr-defined]
+    return fn
+
+
+def _takes_context(fn: Callable[..., Any]) -> bool:
+    """Does a decorator take LMQL's ``(value, context)`` pair rather than one value?"""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: one value
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def call_decorator(fn: Callable[..., Any], value: Any, context: Any) -> Any:
+    """``fn(value, context)`` for LMQL's two-argument decorators, else ``fn(value)``."""
+    return fn(value, context) if _takes_context(fn) else fn(value)
+
+
+class Context:
+    """LMQL's program state inside a running query, visible as ``context``.
+
+    ``context.prompt`` is the interaction trace so far; ``context.variables`` the holes
+    decoded so far (last value of each); ``context.get_var(name)`` one of them.
+    """
+
+    def __init__(self, execution: Execution) -> None:
+        self._ex = execution
+
+    @property
+    def prompt(self) -> str:
+        return self._ex.trace()
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        return {h.name: h.value for h in self._ex.holes}
+
+    def get_var(self, name: str) -> Any:
+        return self.variables.get(name)
+
+    @property
+    def model(self) -> Any:
+        return self._ex.rt.model
+
+    def __repr__(self) -> str:
+        return f"<query context: {len(self.prompt)} characters of prompt>"
+
+
 @dataclass
 class HoleRequest:
     """A hole the program waits on: name, constraint, conversion of the decoded text."""
@@ -102,6 +155,8 @@ class HoleRequest:
     query: str
     convert: Callable[[str], Any]
     support: list[Any] | None = None
+    streams: tuple[Callable[..., Any], ...] = ()
+    context: Any = None
 
 
 @dataclass
@@ -112,8 +167,8 @@ class NestedCall:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
 
-    def generator(self) -> Generator[Any, Any, Any]:
-        return self.query.program.generator(self.query.bind_args(self.args, self.kwargs))
+    def generator(self, context: Any = None) -> Generator[Any, Any, Any]:
+        return self.query.program.generator(self.query.bind_args(self.args, self.kwargs), context)
 
 
 # ---------------------------------------------------------------------------------------
@@ -262,17 +317,22 @@ class Program:
             raise ConstraintError(f"distribute names {self.distribute[0]!r}, which is no hole of the query "
                                   f"(holes: {', '.join(sorted(holes)) or 'none'})")
 
-    def generator(self, args: dict[str, Any]) -> Generator[Any, Any, Any]:
-        from tether.lang.query import compat_namespace  # noqa: PLC0415 (cycle)
+    def environment(self, context: Any = None) -> dict[str, Any]:
+        """The globals a run of the query sees: ``lmql`` (tether's LMQL surface, also what
+        ``import lmql`` gives inside the query), ``context``, the caller's names, the prelude."""
+        from tether.lang import lmql as lmql_surface  # noqa: PLC0415 (cycle)
 
-        env: dict[str, Any] = {"__builtins__": builtins, "__name__": f"tether.query.{self.name}"}
-        ns = compat_namespace()
-        env.update({"lmql": ns, "tether": ns})
-        env.update(self.base_env)
-        env[HOLE_FN] = functools.partial(self._hole, env)
+        env: dict[str, Any] = {"__builtins__": lmql_surface.query_builtins(), "__name__": f"tether.query.{self.name}"}
+        env.update({"lmql": lmql_surface, "tether": lmql_surface, "context": context})
+        env.update({k: v for k, v in self.base_env.items() if k != "context"})
         env[STR_FN] = _fmt
         if self.qast.prelude.strip():
             exec(compile(self.qast.prelude, self.qast.filename, "exec", dont_inherit=True), env)  # noqa: S102
+        return env
+
+    def generator(self, args: dict[str, Any], context: Any = None) -> Generator[Any, Any, Any]:
+        env = self.environment(context)
+        env[HOLE_FN] = functools.partial(self._hole, env)
         exec(self.body.code, env)  # noqa: S102
         return env["__tether_query__"](**args)  # type: ignore[no-any-return]
 
@@ -310,28 +370,36 @@ class Program:
     def _hole(self, env: dict[str, Any], name: str, tp: Any, decorators: tuple[Any, ...], stmt_id: int, post_text: str,
               scope: dict[str, Any]) -> Generator[Any, Any, Any]:
         pres = [d for d in decorators if getattr(d, "__tether_pre__", False)]
-        posts = [d for d in decorators if not getattr(d, "__tether_pre__", False)]
+        streams = tuple(d for d in decorators if getattr(d, "__tether_streaming__", False))
+        posts = [d for d in decorators if not getattr(d, "__tether_pre__", False) and d not in streams]
+        context = env.get("context")
         value: Any = None
         supplied = False
         for d in pres:
-            r = d(Variable(name, scope))
-            if not isinstance(r, Variable):
+            var = Variable(name, scope)
+            r = call_decorator(d, var, context)
+            if r is not var and not isinstance(r, Variable):
                 value = yield ("supplied", name, r, self.name)
                 supplied = True
                 break
         if not supplied:
+            from tether.lang.lmql import LMQLQuery  # noqa: PLC0415 (cycle)
             from tether.lang.query import Query  # noqa: PLC0415 (cycle)
 
+            if isinstance(tp, LMQLQuery):
+                tp = tp.query
             if isinstance(tp, Query):
                 tp = NestedCall(tp, (), {})
             if isinstance(tp, NestedCall):
                 yield ("nested_begin", name)
-                ret = yield from tp.generator()
+                ret = yield from tp.generator(context)
                 value = yield ("nested_end", name, ret, tp.query.name)
             else:
-                value = yield ("hole", self.request(env, name, tp, stmt_id, post_text, scope))
+                req = self.request(env, name, tp, stmt_id, post_text, scope)
+                req.streams, req.context = streams, context
+                value = yield ("hole", req)
         for d in posts:
-            value = d(value)
+            value = call_decorator(d, value, context)
         if posts:
             yield ("rewrite", name, value)
         return value
@@ -375,7 +443,7 @@ def _clean_vars(d: dict[str, Any]) -> dict[str, Any]:
     for k, v in d.items():
         if k.startswith("__") or isinstance(v, types.ModuleType | types.FunctionType | type | Query | types.BuiltinFunctionType):
             continue
-        if isinstance(v, types.SimpleNamespace):
+        if isinstance(v, types.SimpleNamespace) or type(v).__name__ in ("LMQLQuery", "Context"):
             continue
         out[k] = v
     return out
@@ -386,7 +454,8 @@ class Execution:
 
     def __init__(self, program: Program, args: dict[str, Any], rt: Runtime, replay: list[Any] | None = None) -> None:
         self.program, self.args, self.rt = program, args, rt
-        self.gen = program.generator(args)
+        self.context = Context(self)
+        self.returned = False  # the body ran ``return <value>``
         self.segments: list[Segment] = []
         self.holes: list[HoleRecord] = []
         self.answers: list[Any] = []
@@ -398,10 +467,26 @@ class Execution:
         self.nested: list[int] = []
         self.logprob = 0.0
         self.distributions: dict[str, dict[str, float]] = {}
+        self.gen = program.generator(args, self.context)
         self._run(None, first=True)
 
     def trace(self) -> str:
         return "".join(s.text for s in self.segments)
+
+    def chat_messages(self) -> tuple[list[dict[str, str]], dict[str, str]] | None:
+        """The trace as chat turns (closed turns, open turn) when it has role tags."""
+        if not any(s.kind == "role" for s in self.segments):
+            return None
+        msgs: list[dict[str, str]] = []
+        role, buf = "", []
+        for seg in self.segments:
+            if seg.kind == "role":
+                if buf and "".join(buf).strip():
+                    msgs.append({"role": role or "system", "content": "".join(buf).strip()})
+                role, buf = seg.name, []
+            else:
+                buf.append(seg.text)
+        return msgs, {"role": role, "content": "".join(buf).lstrip()}
 
     def fork(self, answer: Any) -> Execution:
         """A copy of this branch given ``answer`` for its pending hole (re-played)."""
@@ -460,6 +545,7 @@ class Execution:
                 if not self.nested:
                     self.variables = _clean_vars(ev[1])
                     self.return_value = ev[2]
+                    self.returned = len(ev) > 3 and bool(ev[3])
             elif kind == "nested_begin":
                 self.nested.append(len(self.segments))
             elif kind == "nested_end":
@@ -506,7 +592,7 @@ class Execution:
 
     def result(self) -> QueryResult:
         return QueryResult(self.trace(), dict(self.variables), list(self.holes), list(self.segments),
-                           dict(self.distributions), self.return_value, self.logprob)
+                           dict(self.distributions), self.return_value, self.logprob, returned=self.returned)
 
 
 # ---------------------------------------------------------------------------------------
@@ -535,6 +621,16 @@ class Runtime:
         s = seed if seed is not None else args.get("seed")
         self.rng = np.random.default_rng(s)  # type: ignore[arg-type]
         self.chat_roles = chat_roles or {}
+        # role tags go through the model's own chat template (unless labels are given)
+        self.chat = False  # role tags rendered by the model's chat template
+        self.chat_template: str | None = None
+        if not self.chat_roles and self.info is not None:
+            from tether.program.chat import template_of  # noqa: PLC0415
+
+            self.chat_template = template_of(model)
+            tok = getattr(model, "tokenizer", None)
+            self.chat = (self.chat_template is not None or callable(getattr(model, "apply_chat_template", None))
+                         or callable(getattr(tok, "apply_chat_template", None)))
         self.stop_on_masked = bool(args.get("stop_on_masked", True))
         self.use_engine = bool(args.get("engine", True))
         self.batch = bool(args.get("batch", True))
@@ -567,8 +663,35 @@ class Runtime:
         c.generate_calls += 1
         c.prompt_tokens += prompt_len
 
+    def prompt_tokens(self, ex: Execution) -> list[int]:
+        """The model's prompt for a branch: the trace, or, when it has role tags and the
+        model a chat template, its turns rendered by that template (the open turn last)."""
+        chat = ex.chat_messages() if self.chat else None
+        if chat is None:
+            return self.tokenize_prompt(ex.trace())
+        from tether.program.chat import render_chat, tokenize_rendered  # noqa: PLC0415
+
+        closed, open_turn = chat
+        mark = "\ue000tether-open-turn\ue000"
+        try:
+            text = render_chat(self.model, [*closed, {"role": open_turn["role"], "content": open_turn["content"] + mark}],
+                               chat_template=self.chat_template, add_generation_prompt=False)
+        except ModelError as exc:
+            if "no chat template" not in str(exc):
+                raise
+            self.chat = False  # the model has none after all: plain role labels, said once
+            print(f"note: {str(exc).splitlines()[0]}; role tags are written as plain labels", file=sys.stderr)
+            return self.tokenize_prompt(ex.trace())
+        cut = text.find(mark)
+        if cut < 0:  # the template dropped the turn's content: generate after it
+            text = render_chat(self.model, closed, chat_template=self.chat_template, add_generation_prompt=True)
+        else:
+            text = text[:cut]
+        limits.check("max_prompt_chars", len(text), "the query's prompt")
+        return tokenize_rendered(self.model, text)
+
     def new_decoder(self, ex: Execution, req: HoleRequest) -> HoleDecoder:
-        prompt = self.tokenize_prompt(ex.trace())
+        prompt = self.prompt_tokens(ex)
         check_prompt_fits(self.model, prompt)  # ContextLengthError before decoding
         self._count_start(len(prompt))
         assert self.info is not None
@@ -578,15 +701,19 @@ class Runtime:
     def record(self, dec: HoleDecoder, req: HoleRequest, how: str) -> HoleRecord:
         self.model.costs.generated_tokens += len(dec.tokens)
         text = dec.value if dec.value is not None else dec.text
+        n_tokens = dec.value_tokens if dec.value_tokens >= 0 else len(dec.tokens)
         ok = True
         if req.constraint is not None:
             # satisfied only when the final value makes the constraint true; a constraint
             # that still reads a later hole cannot be judged yet and counts as kept
-            fv = evaluate(req.constraint, dec.state.extended(text, len(dec.tokens), True))
             later = any(mentions(req.constraint, h) for h in req.future - {req.name} - req.scope.keys())
+            fv = evaluate(req.constraint, dec.state.extended(text, n_tokens, True))
             ok = bool(fv.value) if fv.ann == FIN else later
+            if not ok and dec.stop_text and dec.stop_text != text:  # STOPS_BEFORE removed a fixed phrase
+                fv = evaluate(req.constraint, dec.state.extended(dec.stop_text, len(dec.tokens), True))
+                ok = bool(fv.value) if fv.ann == FIN else later
         return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how,
-                          n_tokens=len(dec.tokens), satisfied=ok, logprob=dec.logprob)
+                          n_tokens=n_tokens, satisfied=ok, logprob=dec.logprob)
 
     # -- distribute ------------------------------------------------------------------------
 
@@ -595,12 +722,13 @@ class Runtime:
         if self.info is None:
             raise ModelError("distribute needs log-probabilities; this model offers none (an HTTP API)")
         trace = ex.trace()
-        ctx = self.tokenize_prompt(trace)
+        ctx = self.prompt_tokens(ex)
+        chat = self.chat and ex.chat_messages() is not None
         conts = []
         for v in req.support or []:
             s = _fmt(v)
-            full = self.tokenize_prompt(trace + s)
-            cont = full[len(ctx):] if full[: len(ctx)] == ctx else list(self.model.tokenize(s, add_bos=False))
+            full = self.tokenize_prompt(trace + s) if not chat else []
+            cont = full[len(ctx):] if full and full[: len(ctx)] == ctx else list(self.model.tokenize(s, add_bos=False))
             self._count_start(len(ctx))  # one scoring run per value, as the paper counts
             self.model.costs.generated_tokens += len(cont)
             conts.append(cont)
@@ -710,7 +838,13 @@ class Runtime:
             output = regex(p.regexes[0])
         budget = self.max_tokens if p.max_tokens is None else min(self.max_tokens, p.max_tokens)
         before = self.model.costs.generate_calls
-        g = generate(self.model, ex.trace(), output, decoder=self.decoder.method if self.decoder.method == "sample" else "argmax",
+        # role tags on a black-box model: its chat interface, when the hole opens a fresh
+        # assistant turn (a partly written turn cannot be continued through a chat API)
+        prompt: Any = ex.trace()
+        chat = ex.chat_messages() if not self.chat_roles else None
+        if chat is not None and chat[1]["role"] == "assistant" and not chat[1]["content"] and chat[0]:
+            prompt = chat[0]
+        g = generate(self.model, prompt, output, decoder=self.decoder.method if self.decoder.method == "sample" else "argmax",
                      max_tokens=max(budget, 1), temperature=self.temperature if self.decoder.method == "sample" else None,
                      stop=[s for s, _ in p.stops] or None, healing=False)
         if self.model.costs.generate_calls == before:
@@ -758,6 +892,10 @@ class Runtime:
                     dec.reason = "length"
                 else:
                     self._step(dec, logits)
+                req = exs[i].pending
+                if req is not None and req.streams:
+                    for fn in req.streams:
+                        call_decorator(fn, dec.value if dec.done and dec.value is not None else dec.text, req.context)
                 if dec.done:
                     req = exs[i].pending
                     assert req is not None
@@ -829,6 +967,8 @@ class Runtime:
             req = ex.pending
             assert req is not None
             rec = self.record(d2, req, how)
+            for fn in req.streams:
+                call_decorator(fn, rec.text, req.context)
             if users[id(ex)] == 1:  # sole survivor of this branch: advance it in place
                 ex.resume(rec)
                 out.append((lp, ex, None, None))

@@ -454,12 +454,25 @@ def plan(expr: ast.expr | None, st: HoleState) -> Plan:
     so every fact here is implied by the whole constraint)."""
     p = Plan()
     v = st.var
+    # stop phrases anywhere in the constraint (``STOPS_AT(X, ".") or STOPS_AT(X, "!")``):
+    # a phrase only ends the hole when the whole constraint holds on the cut value
+    for node in ast.walk(expr) if expr is not None else ():
+        if (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or)):
+            for c in node.values:
+                for sub in ast.walk(c):
+                    if (isinstance(sub, ast.Call) and builtin_name(sub.func) in ("stops_at", "stops_before")
+                            and len(sub.args) == 2 and _is_var(sub.args[0], v)):
+                        s = evaluate(sub.args[1], st)
+                        stop = (s.value, builtin_name(sub.func) == "stops_at")
+                        if isinstance(s.value, str) and s.value and stop not in p.stops:
+                            p.stops.append(stop)
     for c in conjuncts(expr):
         if isinstance(c, ast.Call) and builtin_name(c.func) in ("stops_at", "stops_before"):
             if len(c.args) == 2 and isinstance(c.args[0], ast.Name) and c.args[0].id == v:
                 s = evaluate(c.args[1], st)
                 if isinstance(s.value, str) and s.value:
-                    p.stops.append((s.value, builtin_name(c.func) == "stops_at"))
+                    if (s.value, builtin_name(c.func) == "stops_at") not in p.stops:
+                        p.stops.append((s.value, builtin_name(c.func) == "stops_at"))
             continue
         if isinstance(c, ast.Call) and builtin_name(c.func) == "int" and _is_var(c.args[0] if c.args else None, v):
             p.is_int = True
@@ -473,7 +486,7 @@ def plan(expr: ast.expr | None, st: HoleState) -> Plan:
         if isinstance(c, ast.Compare) and len(c.ops) == 1:
             lhs, op, rhs = c.left, c.ops[0], c.comparators[0]
             if (isinstance(lhs, ast.Call) and builtin_name(lhs.func) == "len" and len(lhs.args) == 1
-                    and isinstance(op, ast.Lt | ast.LtE)):
+                    and isinstance(op, ast.Lt | ast.LtE | ast.Eq)):
                 bound = evaluate(rhs, st)
                 if isinstance(bound.value, int) and bound.ann == FIN:
                     lim = bound.value - (1 if isinstance(op, ast.Lt) else 0)

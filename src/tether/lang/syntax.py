@@ -124,13 +124,14 @@ def parse_python(src: str, mode: str = "exec", filename: str = "<query>") -> ast
     return tree
 
 
-def _scan_balanced(s: str, i: int, close: str) -> int:
+def _scan_balanced(s: str, i: int, close: str, stop: int | None = None) -> int:
     """Index of the ``close`` char that ends the group starting at ``s[i]`` (after the
-    opener), skipping nested brackets and quoted strings; -1 if none."""
+    opener, before ``stop``), skipping nested brackets and quoted strings; -1 if none."""
     depth = 0
     pairs = {"(": ")", "[": "]", "{": "}"}
     quote = ""
-    while i < len(s):
+    end = len(s) if stop is None else stop
+    while i < end:
         c = s[i]
         if quote:
             if c == "\\":
@@ -262,6 +263,23 @@ DECODER_ARGS = ("n", "temperature", "seed", "max_len", "max_tokens", "stop_on_ma
                 "close_on_budget")
 
 
+# LMQL decoder keywords that tune LMQL's own runtime (output, batching, caching): accepted,
+# ignored, and said so on stderr
+LMQL_RUNTIME_ARGS = ("verbose", "chunksize", "openai_chunksize", "cache", "show_speculative", "certificate",
+                     "step_budget", "top_logprobs", "api_key", "is_async")
+
+
+def drop_lmql_runtime_args(method: str, args: dict[str, object]) -> dict[str, object]:
+    """``args`` without LMQL's runtime-tuning keywords (noted on stderr when present)."""
+    ignored = sorted(k for k in args if k in LMQL_RUNTIME_ARGS)
+    if ignored:
+        import sys  # noqa: PLC0415
+
+        print(f"note: {method}({', '.join(k + '=...' for k in ignored)}): LMQL runtime options ignored by tether",
+              file=sys.stderr)
+    return {k: v for k, v in args.items() if k not in LMQL_RUNTIME_ARGS}
+
+
 def check_decoder_args(method: str, args: dict[str, object]) -> None:
     """Check a decoder clause's keywords: known names, right types, ranges and limits.
 
@@ -295,7 +313,8 @@ class QueryAst:
     where: ast.expr | None = None
     distribute: tuple[str, ast.expr] | None = None
     filename: str = "<query>"
-    prelude: str = ""  # imports written before the decoder clause
+    prelude: str = ""  # Python written before the decoder clause (imports, definitions)
+    model_expr: ast.expr | None = None  # a ``from`` clause that is a Python expression
 
 
 def _err(msg: str, text: str, offset: int, filename: str) -> QuerySyntaxError:
@@ -309,11 +328,12 @@ def _line_offsets(text: str) -> list[int]:
     return offs
 
 
-_CLAUSE = re.compile(r"^(from|where|distribute|distribution)\b(.*)$")
+_CLAUSE = re.compile(r"^(from|where|distribute|distribution|FROM|WHERE|DISTRIBUTE|DISTRIBUTION)\b(.*)$")
 
 
 def _decoder_head(line: str) -> re.Match[str] | None:
-    return re.match(r"^(argmax|greedy|sample|beam_search|beam)\b\s*(\(.*\))?\s*(.*)$", line)
+    return re.match(r"^(argmax|greedy|sample|beam_search|beam|ARGMAX|GREEDY|SAMPLE|BEAM_SEARCH|BEAM"
+                    r"|best_k|beam_var|var|beam_sample|BEST_K|BEAM_VAR|VAR|BEAM_SAMPLE)\b\s*(\(.*\))?\s*(.*)$", line)
 
 
 def parse_decoder(src: str, text: str = "", offset: int = 0, filename: str = "<query>") -> DecoderSpec:
@@ -330,7 +350,11 @@ def parse_decoder(src: str, text: str = "", offset: int = 0, filename: str = "<q
             raise _err("decoder arguments must be keywords, e.g. beam(n=3)", text or src, offset, filename)
     else:
         raise _err("expected a decoder: argmax, sample(...) or beam(...)", text or src, offset, filename)
+    name = name.lower() if name.isupper() else name  # ARGMAX, SAMPLE(n=2): the paper's upper case
     method = {"greedy": "argmax", "beam_search": "beam"}.get(name, name)
+    if method in ("best_k", "beam_var", "var", "beam_sample"):
+        raise _err(f"unknown decoder {name!r}: LMQL's {name} decoder is not supported by tether; "
+                   "use argmax, sample(n=...) or beam(n=...)", text or src, offset, filename)
     if method not in ("argmax", "sample", "beam"):
         raise _err(f"unknown decoder {name!r}; expected argmax, sample or beam", text or src, offset, filename)
     args: dict[str, object] = {}
@@ -341,6 +365,7 @@ def parse_decoder(src: str, text: str = "", offset: int = 0, filename: str = "<q
             args[str(k.arg)] = ast.literal_eval(k.value)
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             raise _err(f"decoder argument {k.arg!r} must be a constant", text or src, offset, filename) from None
+    args = drop_lmql_runtime_args(method, args)
     try:
         check_decoder_args(method, args)
     except ArgumentError as exc:  # (a LimitError goes out as it is: it names the limit)
@@ -368,11 +393,9 @@ def parse_query(text: str, filename: str = "<query>") -> QueryAst:
     body_start, body_end = 0, n
     prelude: list[str] = []
     i = 0
-    # leading imports / blanks / comments before a decoder clause
-    j = 0
-    while j < n and (not lines[j].strip() or lines[j].lstrip().startswith("#")
-                     or re.match(r"^(import|from\s+\S+\s+import)\b", lines[j])):
-        j += 1
+    # Python before a decoder clause (imports, @query definitions, helpers): the first
+    # column-0 decoder line whose preceding text is complete Python
+    j = _prelude_end(lines)
     if j < n and _decoder_head(lines[j].rstrip("\n")) and not lines[j][0].isspace():
         m = _decoder_head(lines[j].rstrip("\n"))
         assert m is not None
@@ -395,16 +418,18 @@ def parse_query(text: str, filename: str = "<query>") -> QueryAst:
         line = lines[k]
         if line[:1] and not line[0].isspace():
             m = _CLAUSE.match(line.rstrip("\n"))
-            if m and not (m.group(1) == "from" and re.match(r"^\s*[\w.]+\s+import\b", m.group(2))):
+            if m and not (m.group(1).lower() == "from" and re.match(r"^\s*[\w.]+\s+import\b", m.group(2))):
                 if body_end == n:
                     body_end = k
                 clauses.append((m.group(1), k, m.group(2)))
         k += 1
     # clause texts: from the keyword to the next clause
     model: str | None = None
+    model_expr: ast.expr | None = None
     where: ast.expr | None = None
     distribute: tuple[str, ast.expr] | None = None
-    for ci, (kw, li, _rest) in enumerate(clauses):
+    for ci, (kw_written, li, _rest) in enumerate(clauses):
+        kw = kw_written.lower()
         end = clauses[ci + 1][1] if ci + 1 < len(clauses) else n
         start_off = offs[li] + len(kw)
         chunk = text[start_off : offs[end]]
@@ -412,17 +437,20 @@ def parse_query(text: str, filename: str = "<query>") -> QueryAst:
         pad = chunk.find(src[:1]) if src else 0
         at = start_off + max(pad, 0)
         if kw == "from":
-            try:
-                val = ast.literal_eval(parse_python(src, "eval"))
-            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-                raise _err('expected a model name string after from, e.g. from "embedded"', text, at, filename) from None
-            if not isinstance(val, str):
-                raise _err("the model in the from clause must be a string", text, at, filename)
-            model = val
+            if not src:
+                raise _err('expected a model after from, e.g. from "embedded"', text, at, filename)
+            expr = _parse_expr(src, text, at, filename, "from clause")
+            if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+                model = expr.value
+            elif isinstance(expr, ast.Constant):
+                raise _err("the model in the from clause must be a string or an expression giving a model",
+                           text, at, filename)
+            else:  # lmql.model("...", ...), a variable, any expression: evaluated when the query runs
+                model_expr = expr
         elif kw == "where":
             where = _parse_expr(src, text, at, filename, "where clause")
         else:  # distribute VAR over EXPR | distribution VAR in EXPR
-            m = re.match(r"^([A-Za-z_]\w*)\s+(over|in)\s+(.*)$", src, re.S)
+            m = re.match(r"^([A-Za-z_]\w*)\s+(over|in|OVER|IN)\s+(.*)$", src, re.S)
             if not m:
                 raise _err(f"expected '{kw} VAR {'over' if kw == 'distribute' else 'in'} EXPR'", text, at, filename)
             expr = _parse_expr(m.group(3).strip(), text, at + m.start(3), filename, f"{kw} clause")
@@ -432,8 +460,86 @@ def parse_query(text: str, filename: str = "<query>") -> QueryAst:
     body_txt = "".join(body_lines)
     ded = textwrap.dedent(body_txt)
     indent = _common_indent(body_lines)
+    ded, inline_dist = split_inline_distribution(ded)
+    if inline_dist is not None:
+        if distribute is not None:
+            raise _err("two distribution clauses", text, offs[body_start + inline_dist[2]], filename)
+        row = body_start + inline_dist[2]
+        at = offs[row] + indent + inline_dist[3]
+        distribute = (inline_dist[0], _parse_expr(inline_dist[1], text, at, filename, "distribution clause"))
     body = parse_body(ded, text=text, line0=body_start, col0=indent, filename=filename)
-    return QueryAst(text, body, decoder, model, where, distribute, filename, "".join(prelude))
+    return QueryAst(text, body, decoder, model, where, distribute, filename, "".join(prelude), model_expr)
+
+
+_PRELUDE_TRIES = 16
+
+
+def _prelude_end(lines: list[str]) -> int:
+    """Index of the first column-0 decoder line that Python text may precede (imports,
+    definitions, ``@query`` functions); ``len(lines)`` when there is none."""
+    tries = 0
+    for j, line in enumerate(lines):
+        if not line[:1] or line[0].isspace() or line.startswith("#"):
+            continue
+        m = _decoder_head(line.rstrip("\n"))
+        if m is None or (m.group(3) and m.group(3)[0] not in "\"'#"):
+            continue
+        if j == 0 or not "".join(lines[:j]).strip():
+            return j
+        tries += 1
+        if tries > _PRELUDE_TRIES:
+            break
+        try:
+            pre = parse_python("".join(lines[:j]), "exec")
+        except SyntaxError:
+            continue
+        # definitions and imports only: a prompt statement or a call means the body began
+        if all(not isinstance(st, ast.Expr) for st in pre.body):  # type: ignore[attr-defined]
+            return j
+        break
+    return len(lines)
+
+
+def split_inline_distribution(src: str) -> tuple[str, tuple[str, str, int, int] | None]:
+    """Find ``"... [X]" distribution X in EXPR`` (or ``distribute X over EXPR``) written
+    after a prompt statement; blank it out of ``src`` (same columns).
+
+    Returns (src, (var, expr text, line index, column of the expression) or None).
+    """
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(src).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return src, None
+    prev_string, depth, stmt_start = False, 0, True
+    for k, tok in enumerate(toks):
+        tt, s = tok.type, tok.string
+        if tt in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+            continue
+        if tt in (tokenize.NEWLINE, tokenize.ENDMARKER):
+            prev_string, stmt_start = False, True
+            continue
+        if tt == tokenize.OP and s in "([{":
+            depth += 1
+        elif tt == tokenize.OP and s in ")]}":
+            depth -= 1
+        if (tt == tokenize.NAME and s.lower() in ("distribution", "distribute") and prev_string and depth == 0
+                and k + 2 < len(toks) and toks[k + 1].type == tokenize.NAME
+                and toks[k + 2].string.lower() in ("in", "over")):
+            row, col = tok.start
+            end = next((t.start for t in toks[k:] if t.type in (tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.COMMENT)),
+                       (row, len(src)))
+            lines = src.splitlines(keepends=True)
+            if end[0] != row:  # a clause over several lines: leave it to the parser
+                return src, None
+            line = lines[row - 1]
+            ecol = toks[k + 2].end[1]
+            expr = line[ecol : end[1]]
+            lines[row - 1] = line[:col] + " " * (end[1] - col) + line[end[1]:]
+            lead = len(expr) - len(expr.lstrip())
+            return "".join(lines), (toks[k + 1].string, expr.strip(), row - 1, ecol + lead)
+        prev_string = tt == tokenize.STRING and (stmt_start or prev_string) and depth == 0
+        stmt_start = tt == tokenize.OP and s == ":" and depth == 0
+    return src, None
 
 
 def _common_indent(lines: list[str]) -> int:
@@ -507,6 +613,59 @@ def rewrite_inline_where(src: str) -> str:
     return "".join(lines)
 
 
+_HOLE_HEAD = re.compile(r"\[\s*(?:@[^\]\[:]*?\s+)*[A-Za-z_]\w*\s*:")
+
+
+def fix_hole_quotes(src: str) -> str:
+    """Let a typed hole use the quote of its own prompt string: ``"[NAME: r"[a-z]+"]"``.
+
+    Python would end the prompt string at the hole's first quote; inside a one-line
+    string, a hole type's quotes equal to the string's delimiter are swapped for the other
+    kind (same columns). A hole using both kinds of quote is left as written.
+    """
+    if '"' not in src and "'" not in src:
+        return src
+    out = list(src)
+    i, n = 0, len(src)
+    while i < n:
+        c = src[i]
+        if c == "#":
+            nl = src.find("\n", i)
+            i = n if nl < 0 else nl
+            continue
+        if c not in "\"'":
+            i += 1
+            continue
+        if src.startswith(c * 3, i):  # triple-quoted: no conflict possible; skip it
+            end = src.find(c * 3, i + 3)
+            while end > 0 and src[end - 1] == "\\":
+                end = src.find(c * 3, end + 1)
+            i = n if end < 0 else end + 3
+            continue
+        q, alt = c, "'" if c == '"' else '"'
+        i += 1
+        eol = src.find("\n", i)
+        eol = n if eol < 0 else eol
+        unclosed = False  # a hole closes on its line; one failed scan means none later does
+        while i < n and src[i] != q and src[i] != "\n":
+            if src[i] == "\\":
+                i += 2
+                continue
+            if src[i] == "[" and not unclosed and not src.startswith("[[", i) and _HOLE_HEAD.match(src, i):
+                end = _scan_balanced(src, i + 1, "]", eol)
+                unclosed = end < 0
+                seg = src[i : end] if end > 0 else ""
+                if q in seg and alt not in seg:
+                    for k in range(i, end):
+                        if src[k] == q:
+                            out[k] = alt
+                    i = end
+                    continue
+            i += 1
+        i += 1
+    return "".join(out)
+
+
 def parse_body(src: str, *, text: str | None = None, line0: int = 0, col0: int = 0,
                filename: str = "<query>") -> ast.Module:
     """Parse a (dedented) query body into a Python AST with inline ``where`` rewritten.
@@ -515,7 +674,7 @@ def parse_body(src: str, *, text: str | None = None, line0: int = 0, col0: int =
     AST's line numbers are shifted by ``line0``.
     """
     text = src if text is None else text
-    rewritten = rewrite_inline_where(src)
+    rewritten = rewrite_inline_where(fix_hole_quotes(src))
     try:
         mod = parse_python(rewritten, "exec", filename)
         assert isinstance(mod, ast.Module)

@@ -124,7 +124,7 @@ def test_unsupported_hole_type() -> None:
 @pytest.mark.parametrize(("clause", "word"), [
     ('beam(n="x")', "n"), ("beam(n=-1)", "n"), ("sample(n=0)", "n"), ("sample(temperature=-1)", "temperature"),
     ("sample(temperature=float('nan'))", "constant"), ("argmax(n=3)", "argmax"), ("sample(seed=1.5)", "seed"),
-    ("beam(max_len=0)", "max_len"), ("beam(chunksize=4)", "known decoder keyword"), ("sample(batch='no')", "batch"),
+    ("beam(max_len=0)", "max_len"), ("beam(chunk_size=4)", "known decoder keyword"), ("sample(batch='no')", "batch"),
 ])
 def test_bad_decoder_clause(clause: str, word: str) -> None:
     with pytest.raises(QuerySyntaxError) as e:

@@ -135,12 +135,19 @@ def test_pre_and_post_decorators() -> None:
 
 
 def test_roles_and_input() -> None:
-    m = rule_model({"Assistant:": " hi there\n"})
+    # the model sees its own chat template (the scripted one writes "role: content")
+    m = rule_model({"assistant: ": "hi there\n", "Assistant:": " labels\n"})
     src = ('argmax\n    "{:system} Be terse."\n    "{:user} {await input()}"\n'
            '    "{:assistant}[R]" where STOPS_BEFORE(R, "\\n")\n')
     answers = iter(["hello"])
     r = load_query(src).run(model=m, input_fn=lambda p: next(answers))
-    assert r.prompt == "System: Be terse.\nUser: hello\nAssistant: hi there"
+    assert r["R"] == "hi there"
+    assert r.prompt == "System: Be terse.\nUser: hello\nAssistant:hi there"
+    # explicit chat_roles labels: the model sees the labelled trace instead
+    answers = iter(["hello"])
+    labels = {"system": "System:", "user": "User:", "assistant": "Assistant:"}
+    r2 = load_query(src).run(model=m, input_fn=lambda p: next(answers), chat_roles=labels)
+    assert r2.prompt == "System: Be terse.\nUser: hello\nAssistant: labels"
     assert [s.kind for s in r.segments].count("role") == 3
 
 

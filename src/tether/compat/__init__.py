@@ -1,0 +1,1 @@
+"""tether.compat: other libraries' surfaces on tether (``tether.compat.lmql``)."""
