@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..limits import check_deadline
+
 # node kinds
 K_EMPTY, K_EPS, K_BYTES, K_CONCAT, K_ALT, K_STAR, K_REPEAT, K_AND, K_NOT, K_HIDE = range(10)
 INF = -1  # upper bound of an unbounded repeat
@@ -332,6 +334,8 @@ def hide(node: Node, mask: int) -> Node:
     todo = [node]
     while todo:
         n = todo.pop()
+        if len(seen) & 63 == 0:
+            check_deadline("hiding regex markers")
         for cls in node_classes(n):
             h = cls & mask
             if h:

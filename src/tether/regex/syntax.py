@@ -909,7 +909,47 @@ def _needs_annotation(t: Tree) -> bool:
         k = x[0]
         if k in ("behind", "wordb") or (inside and k in ("bol", "eol")):
             return True
-    return False
+    return _end_before_begin(t)
+
+
+def _end_before_begin(t: Tree) -> bool:
+    """Whether an end anchor (``$``, ``\\Z``) may come before a begin anchor (``^``,
+    ``\\A``) in the main line: ``$^``, ``(?:^a$){2}``. Plain lowering orders the begin
+    markers before the end ones, which holds on the empty text only (handled apart),
+    while Python's ``$`` also holds before a final newline (``re.search("$^", "\\n")``
+    matches): such patterns are lowered over annotated texts."""
+    info: dict[int, tuple[bool, bool, bool]] = {}  # id -> (has end, has begin, bad)
+    stack = [(t, False)]
+    while stack:
+        x, ready = stack.pop()
+        k = x[0]
+        kids = x[1] if k in ("seq", "alt") else [x[1]] if k == "rep" else []
+        if kids and not ready:
+            stack.append((x, True))
+            stack.extend((c, False) for c in kids)
+            continue
+        if k == "eol":
+            r = (True, False, False)
+        elif k == "bol":
+            r = (False, True, False)
+        elif k == "seq":
+            end_seen = bad = has_b = False
+            for c in kids:
+                e, b, bd = info[id(c)]
+                bad = bad or bd or (end_seen and b)
+                end_seen = end_seen or e
+                has_b = has_b or b
+            r = (end_seen, has_b, bad)
+        elif k == "alt":
+            parts = [info[id(c)] for c in kids]
+            r = (any(p[0] for p in parts), any(p[1] for p in parts), any(p[2] for p in parts))
+        elif k == "rep":
+            e, b, bd = info[id(kids[0])]
+            r = (e, b, bd or (e and b and (x[3] == INF or x[3] > 1)))
+        else:
+            r = (False, False, False)
+        info[id(x)] = r
+    return info[id(t)][2]
 
 
 def _behind_sets(t: Tree, out: list[cs.CharSet]) -> list[cs.CharSet]:
