@@ -204,6 +204,8 @@ def alt(*nodes: Node) -> Node:
             members.add(n)
     if mask:
         members.add(_bytes(mask))
+    if len(members) > 1:
+        _drop_subsumed_suffixes(members)
     if len(members) > 1 and EPSILON in members:
         if any(m.nullable for m in members if m is not EPSILON):
             members.discard(EPSILON)
@@ -216,6 +218,26 @@ def alt(*nodes: Node) -> Node:
         return full
     args = tuple(sorted(members, key=_key))
     return _intern(K_ALT, args, any(m.nullable for m in args), _flags(*args))
+
+
+def _drop_subsumed_suffixes(members: set[Node]) -> None:
+    """Remove from an alternation the members that another member ``p·s`` with ``p``
+    nullable contains: ``s ⊆ p·s`` (and so down the chain while heads are nullable).
+    Derivatives of ``X?X?...X?`` list every suffix of the chain; this keeps the longest.
+    Each chain node is walked once per call (a node seen from another member stops it)."""
+    seen: set[Node] | None = None
+    for m in tuple(members):
+        if m.kind != K_CONCAT or not m.args[0].nullable:
+            continue
+        if seen is None:
+            seen = set()
+        n = m.args[1]
+        while n not in seen:
+            seen.add(n)
+            members.discard(n)
+            if n.kind != K_CONCAT or not n.args[0].nullable:
+                break
+            n = n.args[1]
 
 
 def star(node: Node) -> Node:

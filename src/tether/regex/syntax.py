@@ -144,25 +144,24 @@ _TRIE_MIN = 8  # alternations with at least this many such branches are factored
 TrieNode = list  # type: ignore[type-arg]
 
 
-def _counted_set(t: Tree) -> tuple[cs.CharSet, int, int] | None:
-    """``(set, lo, hi)`` of a set or a counted repeat of one, else None."""
-    if t[0] == "set":
-        return t[1], 1, 1
-    if t[0] == "rep" and t[1][0] == "set":
-        return t[1][1], t[2], t[3]
-    return None
+def _counted(t: Tree) -> tuple[Tree, int, int]:
+    """``(X, lo, hi)`` of ``X{lo,hi}``; any other tree is ``X{1,1}``."""
+    if t[0] == "rep":
+        return t[1], t[2], t[3]
+    return t, 1, 1
 
 
 def _append(items: list[Tree], t: Tree) -> None:
-    """Append ``t`` to a sequence, merging a repeat of a set with a neighbour repeating
-    the same set: ``X{a,b}X{c,d}`` is ``X{a+c,b+d}`` (``a?a?a?`` is ``a{0,3}``, one
-    counter instead of a chain whose derivatives list every suffix). Plain runs (``aa``)
-    stay literals."""
+    """Append ``t`` to a sequence, merging a counted repeat with a neighbour repeating the
+    same assertion-free tree: ``X{a,b}X{c,d}`` is ``X{a+c,b+d}`` (``a?a?a?`` is
+    ``a{0,3}``: one counter instead of a chain whose derivatives list every suffix).
+    Plain runs (``aa``) stay literals."""
     if items and (t[0] == "rep" or items[-1][0] == "rep"):
-        a, b = _counted_set(items[-1]), _counted_set(t)
-        if a is not None and b is not None and a[0] == b[0]:
-            hi = INF if INF in (a[2], b[2]) else a[2] + b[2]
-            items[-1] = ("rep", ("set", a[0]), a[1] + b[1], hi)
+        x, lo, hi = _counted(t)
+        y, lo2, hi2 = _counted(items[-1])
+        if x == y and not any(z[0] in _ASSERTIONS for z, _ in _walk(x)):
+            total = INF if INF in (hi, hi2) else hi + hi2
+            items[-1] = ("rep", x, lo + lo2, total)
             return
     items.append(t)
 
@@ -184,6 +183,8 @@ def _factor(branches: list[Tree]) -> Tree:
     """``("alt", branches)``, with the branches that are sequences of sets merged into one
     trie (``A·X | A·Y = A·(X|Y)``: the same language). An alternation of n literals then
     costs nodes for the distinct prefixes only, built in time linear in its size."""
+    if all(b[0] == "set" for b in branches):  # a|b|c is [abc]
+        return ("set", cs.union(*[b[1] for b in branches]))
     plain: list[list[cs.CharSet]] = []
     other: list[Tree] = []
     for b in branches:
@@ -482,8 +483,8 @@ class _Parser:
                 raise LimitError("max_repeat", f"a {len(digits)}-digit count", max_repeat,
                                  f"offset {at} in pattern")
         self.i = k + 1
-        lo = int(lo_s) if lo_s else 0
-        hi = INF if hi_s == "" else int(hi_s)  # type: ignore[arg-type]
+        lo = int(lo_s.lstrip("0") or "0") if lo_s else 0
+        hi = INF if hi_s == "" else int(hi_s.lstrip("0") or "0")  # type: ignore[union-attr]
         if hi != INF and hi < lo:
             raise self.error("min repeat greater than max repeat", at)
         if max(lo, hi) > max_repeat:
