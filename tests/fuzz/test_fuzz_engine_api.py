@@ -67,8 +67,9 @@ token_ids = (
                        "3", b"3", None, [3], 3 + 0j])
     | st.integers(0, len(TOKS) - 1).map(np.int64)
     | st.integers(0, 255).map(np.uint8)
+    | st.sampled_from([10**5000, -(10**5000)])
 )
-depths = st.integers(-3, 8) | st.sampled_from([True, 1.0, "1", None, 2**80, np.int32(1)])
+depths = st.integers(-3, 8) | st.sampled_from([True, 1.0, "1", None, 2**80, 10**5000, np.int32(1)])
 
 ops = st.one_of(
     st.tuples(st.just("mask"), buffers()),

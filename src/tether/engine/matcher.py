@@ -144,9 +144,13 @@ class Matcher:
                     self.error = f"token must be an integer id; got {_describe(token)}"
                     return False
                 token = t
+            if token.bit_length() > 62:  # no vocabulary is this large; keep messages printable
+                self.error = (f"token {_show_int(token)} is out of range (vocabulary size "
+                              f"{self.cc.vocabulary.size})")
+                return False
             return self._consume(token)
         except Exception as e:  # noqa: BLE001 -- decode time never raises
-            self.error = f"internal error on token {token}: {type(e).__name__}: {e}"
+            self.error = f"internal error on token {limited(token, 40)}: {type(e).__name__}: {e}"
             return False
 
     def _consume(self, token: int) -> bool:
@@ -231,7 +235,7 @@ class Matcher:
         """
         n = n_tokens if type(n_tokens) is int else token_id(n_tokens)
         if n is None or n < 0 or n > len(self._hist):
-            what = n if n is not None else _describe(n_tokens)
+            what = _show_int(n) if n is not None else _describe(n_tokens)
             raise ConstraintError(f"cannot roll back {what} tokens: {len(self._hist)} consumed")
         n_tokens = n
         if n_tokens == 0:
@@ -293,6 +297,11 @@ def token_id(value: object) -> int | None:
     if isinstance(value, int | np.integer):
         return int(value)
     return None
+
+
+def _show_int(v: int) -> str:
+    """``str(v)``, or its size when it has too many digits to print."""
+    return str(v) if v.bit_length() <= 64 else f"<{v.bit_length()}-bit integer>"
 
 
 def _describe(value: object) -> str:

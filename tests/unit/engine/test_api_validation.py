@@ -137,7 +137,9 @@ def test_consume_refuses_non_integers(matcher, token) -> None:
     assert "integer id" in matcher.error and matcher.n_tokens == 0
 
 
-@pytest.mark.parametrize("token", [-1, -(2**70), len(TOKS), 2**31, 2**64, 10**100])
+@pytest.mark.parametrize("token", [-1, -(2**70), len(TOKS), 2**31, 2**64, 10**100,
+                                   pytest.param(10**5000, id="10**5000"),
+                                   pytest.param(-(10**5000), id="-10**5000")])
 def test_consume_refuses_out_of_range_ids(matcher, token) -> None:
     assert not matcher.consume(token)
     assert matcher.n_tokens == 0 and matcher.error
@@ -163,7 +165,8 @@ def test_rollback_more_than_consumed_is_a_tether_error(matcher) -> None:
     assert matcher.n_tokens == 1
 
 
-@pytest.mark.parametrize("depth", [-1, True, 1.0, "1", None, 2**80])
+@pytest.mark.parametrize("depth", [-1, True, 1.0, "1", None, 2**80,
+                                   pytest.param(10**5000, id="10**5000")])
 def test_rollback_refuses_bad_depths(matcher, depth) -> None:
     assert matcher.consume(3)
     with pytest.raises(ConstraintError):
