@@ -288,6 +288,7 @@ class _Parser:
         self.group_names: set[str] = set()
         self.sizes: dict[int, tuple[int, Tree]] = {}  # see _expanded_size
         self.max_expanded = current().max_expanded
+        self.max_alternatives = current().max_alternatives
         self._literals: dict[tuple[bool, bool], dict[str, Tree]] = {}
 
     # -- helpers ----------------------------------------------------------------------
@@ -382,6 +383,9 @@ class _Parser:
                 branches, items = [], []
                 continue
             if c == "|":
+                if len(branches) + 2 > self.max_alternatives:
+                    raise LimitError("max_alternatives", f"more than {self.max_alternatives}",
+                                     self.max_alternatives, f"offset {self.i} in pattern")
                 self.i += 1
                 branches.append(items[0] if len(items) == 1 else ("seq", items))
                 items = []
@@ -1287,7 +1291,7 @@ ANY_CHAR = charset_node(cs.ALL)  # one valid UTF-8 encoded code point
 # interned, so a cached result is the node compiling again would build; patterns recur
 # across grammars (JSON strings, numbers, whitespace, formats). Successes only; the
 # oldest half is dropped when full.
-_COMPILED: dict[tuple[str, str, bool, bool, bool, int, int, int, int], Node] = {}
+_COMPILED: dict[tuple[str, str, bool, bool, bool, int, int, int, int, int], Node] = {}
 _COMPILED_MAX = 20_000
 
 
@@ -1297,7 +1301,8 @@ def _compile(pattern: str, flavor: str, ignore_case: bool, dotall: bool, search:
         raise RegexError(f"pattern must be str; got {type(pattern).__name__}")
     lim = current()  # the limits a pattern is checked against are part of the key
     key = (pattern, flavor, bool(ignore_case), bool(dotall), search,
-           lim.max_text_chars, lim.max_nesting, lim.max_repeat, lim.max_expanded)
+           lim.max_text_chars, lim.max_nesting, lim.max_repeat, lim.max_expanded,
+           lim.max_alternatives)
     node = _COMPILED.get(key)
     if node is None:
         check("max_text_chars", len(pattern), "regex pattern")

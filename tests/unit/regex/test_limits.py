@@ -71,6 +71,18 @@ def test_repeat_at_the_limit_compiles() -> None:
         assert matches(parse("a{10}" + _fresh("r")), "a" * 10)
 
 
+# --- max_alternatives -----------------------------------------------------------------------
+
+
+def test_alternation_past_max_alternatives_names_the_offset() -> None:
+    with limits(max_alternatives=3), pytest.raises(LimitError) as e:
+        parse("a|b|c|d")
+    assert e.value.limit == "max_alternatives" and e.value.place == "offset 5 in pattern"
+    with limits(max_alternatives=3):
+        assert matches(parse("x|y|z"), "z")
+        assert matches(parse("(?:a|b)(?:c|d)(?:e|f)"), "ade")  # the bound is per alternation
+
+
 # --- max_nesting ------------------------------------------------------------------------------
 
 
