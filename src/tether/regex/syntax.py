@@ -133,7 +133,7 @@ class _Open:
     at: int
     positive: bool = True
     flags: _Flags | None = None
-    saved: _Flags | None = None
+    saved: _Flags = field(default_factory=_Flags)
     branches: list[Tree] = field(default_factory=list)
     items: list[Tree] = field(default_factory=list)
 
