@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from engine_reference import list_grammar  # noqa: E402
 
 from tether.engine import compile, compute_masks  # noqa: E402
-from tether.errors import ConstraintError, LimitError, TetherError  # noqa: E402
+from tether.errors import ConstraintError, LimitError, TetherError, VocabularyError  # noqa: E402
 from tether.limits import limits  # noqa: E402
 from tether.tokens.bitmask import allocate_mask, mask_to_ids  # noqa: E402
 from tether.tokens.vocabulary import Vocabulary  # noqa: E402
@@ -242,3 +242,35 @@ def test_every_refusal_is_a_value_error_and_a_tether_error(matcher) -> None:
         with pytest.raises(ValueError) as e:
             matcher.compute_mask(bad)
         assert isinstance(e.value, TetherError)
+
+
+# --- vocabulary arguments (tether.tokens) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Vocabulary.from_bytes([b"a", 5]),
+        lambda: Vocabulary.from_bytes([b"a", "b"]),
+        lambda: Vocabulary.from_bytes(b"ab"),
+        lambda: Vocabulary.from_bytes([b"a", b"b"], eos_ids=[True]),
+        lambda: Vocabulary.from_bytes([b"a", b"b"], eos_ids=[1.5]),
+        lambda: Vocabulary.from_bytes([b"a", b"b"], special_ids=["0"]),
+        lambda: Vocabulary.from_bytes([b"a", b"b"], eos_ids=[-1]),
+        lambda: Vocabulary.from_bytes([b"a", b"b"], n_logits=2.5),
+    ],
+    ids=["int-token", "str-token", "bytes-not-list", "bool-eos", "float-eos", "str-special",
+         "negative-eos", "float-n-logits"],
+)
+def test_vocabulary_refuses_bad_arguments(make) -> None:
+    with pytest.raises(VocabularyError):
+        make()
+
+
+def test_vocabulary_token_bytes_and_decode_check_ids(vocab) -> None:
+    assert vocab.token_bytes(np.int64(3)) == b"12" and vocab.decode([2, np.int32(3)]) == b"112"
+    for bad in (-1, len(TOKS), True, 2.0, "2", 10**30):
+        with pytest.raises(VocabularyError):
+            vocab.token_bytes(bad)
+        with pytest.raises(VocabularyError):
+            vocab.decode([2, bad])
