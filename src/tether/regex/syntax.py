@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -887,14 +887,14 @@ def _single_set(t: Tree) -> cs.CharSet | None:
     return None
 
 
-def _walk(t: Tree, into_looks: bool = True) -> list[tuple[Tree, bool]]:
+def _walk(t: Tree, into_looks: bool = True) -> Iterator[tuple[Tree, bool]]:
     """Every subtree of ``t`` in preorder, each with whether it lies inside a lookaround
-    body; without ``into_looks`` the bodies are not entered. Iterative."""
-    out = []
+    body; without ``into_looks`` the bodies are not entered. Iterative and lazy (a
+    search stops at its first hit)."""
     stack = [(t, False)]
     while stack:
         x, inside = stack.pop()
-        out.append((x, inside))
+        yield x, inside
         k = x[0]
         if k in ("seq", "alt"):
             stack.extend((c, inside) for c in reversed(x[1]))
@@ -902,7 +902,6 @@ def _walk(t: Tree, into_looks: bool = True) -> list[tuple[Tree, bool]]:
             stack.append((x[1], inside))
         elif k == "look" and into_looks:
             stack.append((x[2], True))
-    return out
 
 
 def _needs_annotation(t: Tree) -> bool:
