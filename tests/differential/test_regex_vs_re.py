@@ -10,6 +10,7 @@ them, the strings of the schemas' test instances, naughty strings, and invalid U
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -26,7 +27,14 @@ from tether.errors import RegexError
 from tether.regex import Node, matches, parse, random_member, search
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "property"))
-from regex_strategies import ecma_patterns, invalid_utf8, patterns, texts  # noqa: E402
+from regex_strategies import (  # noqa: E402
+    SMALL_ALPHABET,
+    assertion_patterns,
+    ecma_patterns,
+    invalid_utf8,
+    patterns,
+    texts,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "../shared/data"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared test data not found at {DATA}")
@@ -356,3 +364,75 @@ def test_random_ecma_patterns_agree_with_translated_re(p: str, ts: list[str]) ->
     for s in ts:
         assert matches(full, s) == (oracle.fullmatch(s) is not None), (p, translated, s, "fullmatch")
         assert matches(found, s) == (oracle.search(s) is not None), (p, translated, s, "search")
+
+
+# --- assertions inside lookarounds (exact or refused) ------------------------------------------
+
+SMALL_TEXTS = ["".join(p) for n in range(5) for p in itertools.product(SMALL_ALPHABET, repeat=n)]
+
+
+def _assertion_check(p: str, counts: dict[str, int] | None = None) -> None:
+    """Full and search semantics agree with ``re`` on every text of up to 4 characters
+    over the small alphabet, or tether refuses the pattern with a RegexError at an offset."""
+    oracle = _compile_re(p)
+    if oracle is None:
+        with pytest.raises(RegexError):
+            parse(p)
+        return
+    try:
+        full, found = parse(p), search(p, flavor="python")
+    except RegexError as e:
+        assert e.offset >= 0 or "lookbehind classes" in str(e), (p, str(e))
+        if counts is not None:
+            counts["refused"] = counts.get("refused", 0) + 1
+        return
+    for s in SMALL_TEXTS:
+        assert matches(full, s) == (oracle.fullmatch(s) is not None), (p, s, "fullmatch")
+        assert matches(found, s) == (oracle.search(s) is not None), (p, s, "search")
+    if counts is not None:
+        counts["exact"] = counts.get("exact", 0) + 1
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"(?!a$).*", r"(?=a$).*", r"(?!a\Z).*", r"(?!^)b", r"(?=^)a", r"x(?!$)", r"a(?=$)\n?",
+        r"(?!.*$)", r"(?=(?!a$))a", r"(?!\Aa)[ab]", r"(?=.\Z)..?", r"$^", r"^$", r"a$\n?^",
+        r"(?m)(?!^b).*", r"(?m)a(?=$)\nb", r"(?s)(?!.*a$).*", r"(?i)(?!A$).", r"(?=\b)a\b",
+        r"(?!\B).*", r"(?=(?<=a)b)?.*", r"(?<!a)(?!b$).+", r"(?:(?!a$).){2}", r"(?=a|b$).",
+    ],
+)
+def test_anchors_and_boundaries_inside_lookarounds_agree_with_re(pattern: str) -> None:
+    _assertion_check(pattern)
+
+
+def test_negative_lookahead_with_dollar_refuses_a_text_ending_there() -> None:
+    node = parse(r"(?!a$).*")
+    assert not matches(node, "a") and matches(node, "ab") and matches(node, "b")
+    dotall = parse(r"(?s)(?!a$).*")
+    assert matches(dotall, "a\nb") and not matches(dotall, "a")
+    assert not matches(dotall, "a\n")  # Python's "$" also holds before a final newline
+    assert re.fullmatch(r"(?s)(?!a$).*", "a\n") is None
+
+
+def test_search_of_dollar_then_caret_matches_before_a_final_newline() -> None:
+    assert re.search("$^", "\n") and matches(search("$^", flavor="python"), "\n")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(assertion_patterns())
+def test_random_assertion_patterns_agree_with_re(p: str) -> None:
+    _assertion_check(p)
+
+
+@pytest.mark.slow
+def test_random_assertion_patterns_agree_with_re_long() -> None:
+    counts: dict[str, int] = {}
+
+    @settings(max_examples=4000, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(assertion_patterns())
+    def run(p: str) -> None:
+        _assertion_check(p, counts)
+
+    run()
+    print(f"\nassertion patterns: {counts}")

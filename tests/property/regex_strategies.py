@@ -62,8 +62,8 @@ def _atom(draw: st.DrawFn, depth: int, anchors: bool) -> str:
     if kind == "behind":
         one = _class(draw) if draw(st.booleans()) else _lit(draw(st.sampled_from(ALPHABET)))
         return f"(?<{draw(st.sampled_from(['=', '!']))}{one})"
-    if kind == "look":
-        body = draw(_alternation(max(depth - 1, 0), False))
+    if kind == "look":  # anchors, \\b and lookbehind may sit inside lookarounds too
+        body = draw(_alternation(max(depth - 1, 0), anchors and draw(st.booleans())))
         return f"(?{draw(st.sampled_from(['=', '!']))}{body})"
     body = draw(_alternation(depth - 1, anchors))
     opener = draw(st.sampled_from(["(", "(?:", "(?P<g>"]))
@@ -129,3 +129,44 @@ texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=8)
 invalid_utf8 = st.sampled_from(
     [b"\xff", b"\xc3", b"\xc3(", b"\xe2\x82", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf", b"a\x80b", b"\xf0\x9f\x98"]
 )
+
+
+# --- assertions inside lookarounds, on a small alphabet -------------------------------------
+
+SMALL_ALPHABET = "ab\n"
+_SMALL_ATOMS = ["a", "b", ".", "[ab]", "\\n", "\\w", "\\W", "[^a]"]
+_ANCHORS = ["^", "$", "\\A", "\\Z", "\\b", "\\B"]
+
+
+@st.composite
+def _assertion_piece(draw: st.DrawFn, depth: int) -> str:
+    kind = draw(st.sampled_from(["atom", "atom", "anchor", "look", "behind"] if depth > 0 else ["atom", "atom", "anchor", "behind"]))
+    if kind == "atom":
+        a = draw(st.sampled_from(_SMALL_ATOMS))
+        return a + draw(st.sampled_from(["", "", "?", "*", "+", "{2}"]))
+    if kind == "anchor":
+        return draw(st.sampled_from(_ANCHORS))
+    if kind == "behind":
+        one = draw(st.sampled_from(["a", "b", "[ab]", "\\n", "\\w"]))
+        return f"(?<{draw(st.sampled_from('=!'))}{one})"
+    body = draw(_assertion_alternation(depth - 1))
+    return f"(?{draw(st.sampled_from('=!'))}{body})"
+
+
+@st.composite
+def _assertion_alternation(draw: st.DrawFn, depth: int) -> str:
+    branches = []
+    for _ in range(draw(st.integers(1, 2))):
+        branches.append("".join(draw(st.lists(_assertion_piece(depth), min_size=0, max_size=3))))
+    return "|".join(branches)
+
+
+@st.composite
+def assertion_patterns(draw: st.DrawFn) -> str:
+    """Python patterns rich in anchors, word boundaries and one-character lookbehinds
+    *inside* lookaheads (and around them), with optional ``(?m)``/``(?s)``/``(?i)``; over
+    ``SMALL_ALPHABET`` so that every short text can be tried. Groups with assertions are
+    never repeated (tether refuses that beyond four copies)."""
+    body = "".join(draw(st.lists(_assertion_piece(2), min_size=1, max_size=4)))
+    flags = "".join(sorted(set(draw(st.lists(st.sampled_from("msi"), max_size=2)))))
+    return (f"(?{flags})" if flags else "") + body

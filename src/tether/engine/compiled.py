@@ -16,7 +16,7 @@ entries are dropped first).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -234,14 +234,53 @@ def _as_grammar(constraint: Any) -> Grammar:
     )
 
 
-def compute_masks(matchers: list[Any], out2d: NDArray[np.uint32]) -> None:
+def compute_masks(matchers: Sequence[Matcher], out2d: NDArray[np.uint32]) -> None:
     """Write each matcher's mask into a row of ``out2d`` (``uint32[len(matchers), words]``).
 
-    Rows past ``len(matchers)`` are left alone. Raises ValueError if ``out2d`` is too small.
+    Rows past ``len(matchers)`` are left alone.
+
+    Raises:
+        ConstraintError (a ValueError): ``matchers`` is not a sequence of Matchers of
+            one vocabulary, or ``out2d`` is not a writeable, C-contiguous ``uint32`` array
+            of shape ``(>= len(matchers), words)``.
+        LimitError: more matchers than ``Limits.max_batch``.
     """
-    if out2d.ndim != 2 or out2d.shape[0] < len(matchers):
-        raise ValueError(
-            f"out2d must be uint32[{len(matchers)}, words], got shape {tuple(out2d.shape)}"
+    from tether.engine.matcher import Matcher
+    from tether.limits import check
+
+    if not isinstance(matchers, Sequence) or isinstance(matchers, str | bytes):
+        raise ConstraintError(f"matchers must be a list of Matcher; got {type(matchers).__name__}")
+    n = len(matchers)
+    check("max_batch", n, "compute_masks(matchers)")
+    if n == 0:
+        return
+    first = matchers[0]
+    if not isinstance(first, Matcher):
+        raise ConstraintError(f"matchers[0] is a {type(first).__name__}, not a Matcher")
+    vocab = first.cc.vocabulary
+    words = first.cc.n_words
+    for i in range(1, n):
+        m = matchers[i]
+        if not isinstance(m, Matcher):
+            raise ConstraintError(f"matchers[{i}] is a {type(m).__name__}, not a Matcher")
+        if m.cc.vocabulary is not vocab and m.cc.vocabulary != vocab:
+            raise ConstraintError(
+                f"matchers[{i}] was compiled for another vocabulary ({m.cc.vocabulary!r}) "
+                f"than matchers[0] ({vocab!r})"
+            )
+    if (not isinstance(out2d, np.ndarray) or out2d.ndim != 2 or out2d.shape[0] < n
+            or out2d.shape[1] != words or out2d.dtype != np.uint32
+            or not out2d.flags.carray):
+        if isinstance(out2d, np.ndarray):
+            layout = "C-contiguous" if out2d.flags.c_contiguous else "non-contiguous"
+            if not out2d.flags.writeable:
+                layout = "read-only " + layout
+            got = f"{layout} {out2d.dtype} of shape {tuple(out2d.shape)}"
+        else:
+            got = type(out2d).__name__
+        raise ConstraintError(
+            f"out2d must be a C-contiguous uint32 array of shape ({n}, {words}) (or more "
+            f"rows); got {got}"
         )
-    for i, m in enumerate(matchers):
-        m.compute_mask(out2d[i])
+    for i in range(n):
+        matchers[i].compute_mask(out2d[i])

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tether.engine.tables import DEAD
+from tether.errors import ConstraintError, limited
 from tether.tokens.bitmask import check_mask
 
 if TYPE_CHECKING:
@@ -89,11 +90,16 @@ class Matcher:
         """Overwrite ``out`` (``uint32[ceil(V/32)]``) with the allowed next tokens; return it.
 
         EOS ids are allowed exactly when ``is_accepting()``; after EOS nothing is allowed.
-        Raises ValueError (expected vs got) if ``out`` has the wrong shape or dtype.
+        Raises ConstraintError (a ValueError; expected vs got) unless ``out`` is a
+        writeable, C-contiguous one-dimensional ``uint32`` numpy array of ``ceil(V/32)``
+        words: nothing else reaches the kernels.
         Cost: a cache lookup and copy when this state was seen before, else a trie walk.
         """
-        if out.shape != (self.cc.n_words,) or out.dtype != np.uint32:
-            check_mask(out, self.cc.vocabulary.size)
+        # fast path: exact type, the interned dtype, shape, and C-contiguous + aligned +
+        # writeable in one flag; anything else gets the full check (which raises or passes)
+        if (type(out) is not np.ndarray or out.dtype is not _U32
+                or out.shape != (self.cc.n_words,) or not out.flags.carray):
+            check_mask(out, self.cc.vocabulary.size, ndim=1)
         if self._eos:
             out.fill(0)
             return out
@@ -129,11 +135,22 @@ class Matcher:
 
     def consume(self, token: int) -> bool:
         """Advance by one token. Returns False (state unchanged, reason in ``.error``) if
-        the token is not allowed here. Never raises."""
+        the token is not allowed here, or is not a token id (a Python or numpy integer;
+        ``bool``, floats and the rest are refused). Never raises."""
         try:
-            return self._consume(int(token))
+            if type(token) is not int:
+                t = token_id(token)
+                if t is None:
+                    self.error = f"token must be an integer id; got {_describe(token)}"
+                    return False
+                token = t
+            if token.bit_length() > 62:  # no vocabulary is this large; keep messages printable
+                self.error = (f"token {_show_int(token)} is out of range (vocabulary size "
+                              f"{self.cc.vocabulary.size})")
+                return False
+            return self._consume(token)
         except Exception as e:  # noqa: BLE001 -- decode time never raises
-            self.error = f"internal error on token {token}: {type(e).__name__}: {e}"
+            self.error = f"internal error on token {limited(token, 40)}: {type(e).__name__}: {e}"
             return False
 
     def _consume(self, token: int) -> bool:
@@ -182,7 +199,11 @@ class Matcher:
 
     def consume_bytes(self, data: bytes) -> bool:
         """Advance by raw bytes (counted as one history entry for ``rollback``).
-        Returns False (state unchanged, reason in ``.error``) if they are not allowed."""
+        Returns False (state unchanged, reason in ``.error``) if they are not allowed or
+        ``data`` is not ``bytes``/``bytearray``/``memoryview``."""
+        if not isinstance(data, bytes | bytearray | memoryview):
+            self.error = f"data must be bytes; got {_describe(data)}"
+            return False
         try:
             if self._eos:
                 self.error = "bytes after end of sequence"
@@ -206,9 +227,17 @@ class Matcher:
             return False
 
     def rollback(self, n_tokens: int = 1) -> None:
-        """Undo the last ``n_tokens`` consumes. Raises ValueError if more than consumed."""
-        if n_tokens < 0 or n_tokens > len(self._hist):
-            raise ValueError(f"cannot roll back {n_tokens} tokens: {len(self._hist)} consumed")
+        """Undo the last ``n_tokens`` consumes.
+
+        Raises:
+            ConstraintError (a ValueError): ``n_tokens`` is not an integer (``bool``
+                refused), is negative, or is more than the tokens consumed.
+        """
+        n = n_tokens if type(n_tokens) is int else token_id(n_tokens)
+        if n is None or n < 0 or n > len(self._hist):
+            what = _show_int(n) if n is not None else _describe(n_tokens)
+            raise ConstraintError(f"cannot roll back {what} tokens: {len(self._hist)} consumed")
+        n_tokens = n
         if n_tokens == 0:
             return
         h = self._hist[-n_tokens]
@@ -255,6 +284,28 @@ class Matcher:
     def __repr__(self) -> str:
         return (f"Matcher(tokens={len(self._hist)}, bytes={self._out_len}, node={self._node}, "
                 f"lexer={self._ls}, eos={self._eos})")
+
+
+_U32 = np.dtype(np.uint32)
+
+
+def token_id(value: object) -> int | None:
+    """``value`` as a token id if it is a Python or numpy integer (not a ``bool``), else
+    None. Range is the caller's to check."""
+    if isinstance(value, bool | np.bool_):
+        return None
+    if isinstance(value, int | np.integer):
+        return int(value)
+    return None
+
+
+def _show_int(v: int) -> str:
+    """``str(v)``, or its size when it has too many digits to print."""
+    return str(v) if v.bit_length() <= 64 else f"<{v.bit_length()}-bit integer>"
+
+
+def _describe(value: object) -> str:
+    return f"{type(value).__name__} {limited(value, 40)}"
 
 
 def _show_bytes(bs: list[int], limit: int = 24) -> str:

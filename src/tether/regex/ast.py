@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..limits import check_deadline
+
 # node kinds
 K_EMPTY, K_EPS, K_BYTES, K_CONCAT, K_ALT, K_STAR, K_REPEAT, K_AND, K_NOT, K_HIDE = range(10)
 INF = -1  # upper bound of an unbounded repeat
@@ -202,6 +204,8 @@ def alt(*nodes: Node) -> Node:
             members.add(n)
     if mask:
         members.add(_bytes(mask))
+    if len(members) > 1:
+        _drop_subsumed_suffixes(members)
     if len(members) > 1 and EPSILON in members:
         if any(m.nullable for m in members if m is not EPSILON):
             members.discard(EPSILON)
@@ -214,6 +218,26 @@ def alt(*nodes: Node) -> Node:
         return full
     args = tuple(sorted(members, key=_key))
     return _intern(K_ALT, args, any(m.nullable for m in args), _flags(*args))
+
+
+def _drop_subsumed_suffixes(members: set[Node]) -> None:
+    """Remove from an alternation the members that another member ``p·s`` with ``p``
+    nullable contains: ``s ⊆ p·s`` (and so down the chain while heads are nullable).
+    Derivatives of ``X?X?...X?`` list every suffix of the chain; this keeps the longest.
+    Each chain node is walked once per call (a node seen from another member stops it)."""
+    seen: set[Node] | None = None
+    for m in tuple(members):
+        if m.kind != K_CONCAT or not m.args[0].nullable:
+            continue
+        if seen is None:
+            seen = set()
+        n = m.args[1]
+        while n not in seen:
+            seen.add(n)
+            members.discard(n)
+            if n.kind != K_CONCAT or not n.args[0].nullable:
+                break
+            n = n.args[1]
 
 
 def star(node: Node) -> Node:
@@ -332,6 +356,8 @@ def hide(node: Node, mask: int) -> Node:
     todo = [node]
     while todo:
         n = todo.pop()
+        if len(seen) & 63 == 0:
+            check_deadline("hiding regex markers")
         for cls in node_classes(n):
             h = cls & mask
             if h:
@@ -389,28 +415,30 @@ def _derive(node: Node, b: int) -> Node:
         a, rest = node.args
         if a.kind == K_BYTES:  # a literal's next byte (or a class): no sub-derivative
             return rest if a.args[0] >> b & 1 else EMPTY
-        da = a._deriv.get(b)
-        if da is None:
-            da = derivative(a, b)
-        # concat(da, rest) without the general loop (rest is never ε: concat drops it)
-        if da is EMPTY:
-            d = EMPTY
-        elif da is EPSILON:
-            d = rest
-        elif da.kind == K_CONCAT:
-            d = concat(da, rest)
-        else:
-            d = _concat2(da, rest)
-        if a.nullable:
-            dr = rest._deriv.get(b)
-            if dr is None:
-                dr = derivative(rest, b)
-            if dr is EMPTY:
-                return d
-            if d is EMPTY:
-                return dr
-            return alt(d, dr)
-        return d
+        d = _head_derivative(a, rest, b)
+        if not a.nullable:
+            return d
+        # d(a·rest) = d(a)·rest | d(rest) while heads are nullable: walk the chain of
+        # nullable heads (no recursion along it), then derive the first non-nullable one
+        parts = [d] if d is not EMPTY else []
+        n = rest
+        while True:
+            dr = n._deriv.get(b)
+            if dr is not None:
+                break
+            if n.kind != K_CONCAT or not n.args[0].nullable:
+                dr = derivative(n, b)  # a non-nullable head: no walk down the chain
+                break
+            a2, rest2 = n.args
+            d2 = _head_derivative(a2, rest2, b)
+            if d2 is not EMPTY:
+                parts.append(d2)
+            n = rest2
+        if dr is not EMPTY:
+            parts.append(dr)
+        if not parts:
+            return EMPTY
+        return parts[0] if len(parts) == 1 else alt(*parts)
     if k == K_ALT:
         if len(node.args) <= 16:
             out = []
@@ -472,6 +500,22 @@ def _derive(node: Node, b: int) -> Node:
     return EMPTY  # ∅, ε
 
 
+def _head_derivative(a: Node, rest: Node, b: int) -> Node:
+    """``derivative(a, b) · rest`` (``rest`` is never ε: concat drops it)."""
+    if a.kind == K_BYTES:
+        return rest if a.args[0] >> b & 1 else EMPTY
+    da = a._deriv.get(b)
+    if da is None:
+        da = derivative(a, b)
+    if da is EMPTY:
+        return EMPTY
+    if da is EPSILON:
+        return rest
+    if da.kind == K_CONCAT:
+        return concat(da, rest)
+    return _concat2(da, rest)
+
+
 def firsts(node: Node) -> tuple[int, ...]:
     """Byte masks whose membership decides the node's derivative (cached).
 
@@ -483,10 +527,16 @@ def firsts(node: Node) -> tuple[int, ...]:
         acc: set[int] = set()
         if k == K_BYTES:
             acc.add(node.args[0])
-        elif k == K_CONCAT:
-            acc.update(firsts(node.args[0]))
-            if node.args[0].nullable:
-                acc.update(firsts(node.args[1]))
+        elif k == K_CONCAT:  # heads up to the first non-nullable one, without recursion
+            n = node
+            while n.kind == K_CONCAT:
+                head = n.args[0]
+                acc.update(firsts(head))
+                if not head.nullable:
+                    break
+                n = n.args[1]
+            else:
+                acc.update(firsts(n))
         elif k in (K_ALT, K_AND):
             for m in node.args:
                 acc.update(firsts(m))
@@ -657,33 +707,52 @@ def _fmt_mask(m: int) -> str:
 
 
 def to_string(node: Node, limit: int = 400) -> str:
-    """A readable regex-like rendering (bytes as ``\\xNN``; ``&`` and ``~`` for and/not)."""
-    s = _show(node, 0)
+    """A readable regex-like rendering (bytes as ``\\xNN``; ``&`` and ``~`` for and/not),
+    cut to ``limit`` characters (deep or long nodes are elided, never walked whole)."""
+    s = _show(node, 0, [limit + 1], 0)
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
-def _show(n: Node, prec: int) -> str:
+def _show(n: Node, prec: int, budget: list[int], depth: int) -> str:
+    """``n`` rendered while ``budget[0]`` (characters left, shared) is positive."""
+    if budget[0] <= 0 or depth > 60:
+        budget[0] = 0
+        return "..."
     k = n.kind
     if k == K_EMPTY:
-        return "∅"
-    if k == K_EPS:
-        return "ε"
-    if k == K_BYTES:
-        return _fmt_mask(n.args[0])
-    if k == K_CONCAT:
-        s = _show(n.args[0], 2) + _show(n.args[1], 2)
-        return f"({s})" if prec > 2 else s
-    if k == K_ALT:
-        s = "|".join(_show(m, 1) for m in n.args)
-        return f"({s})" if prec > 0 else s
-    if k == K_AND:
-        s = "&".join(_show(m, 1) for m in n.args)
-        return f"({s})" if prec > 0 else s
-    if k == K_NOT:
-        return "~" + _show(n.args[0], 3)
-    if k == K_STAR:
-        return _show(n.args[0], 3) + "*"
-    if k == K_HIDE:
-        return f"hide[{_fmt_mask(n.args[1])}]({_show(n.args[0], 0)})"
-    inner, lo, hi = n.args
-    return _show(inner, 3) + (f"{{{lo},}}" if hi == INF else f"{{{lo},{hi}}}")
+        s = "∅"
+    elif k == K_EPS:
+        s = "ε"
+    elif k == K_BYTES:
+        s = _fmt_mask(n.args[0])
+    elif k == K_CONCAT:
+        parts = []
+        m = n
+        while True:
+            head, last = (m.args[0], False) if m.kind == K_CONCAT else (m, True)
+            parts.append(_show(head, 2, budget, depth + 1))
+            if last or budget[0] <= 0:
+                break
+            m = m.args[1]
+        s = "".join(parts)
+        s = f"({s})" if prec > 2 else s
+    elif k in (K_ALT, K_AND):
+        parts = []
+        for m in n.args:
+            parts.append(_show(m, 1, budget, depth + 1))
+            if budget[0] <= 0:
+                break
+        s = ("|" if k == K_ALT else "&").join(parts)
+        s = f"({s})" if prec > 0 else s
+    elif k == K_NOT:
+        s = "~" + _show(n.args[0], 3, budget, depth + 1)
+    elif k == K_STAR:
+        s = _show(n.args[0], 3, budget, depth + 1) + "*"
+    elif k == K_HIDE:
+        s = f"hide[{_fmt_mask(n.args[1])}]({_show(n.args[0], 0, budget, depth + 1)})"
+    else:
+        inner, lo, hi = n.args
+        s = _show(inner, 3, budget, depth + 1) + (f"{{{lo},}}" if hi == INF else f"{{{lo},{hi}}}")
+    if k in (K_EMPTY, K_EPS, K_BYTES):
+        budget[0] -= len(s)
+    return s

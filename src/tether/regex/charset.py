@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import cache
+from functools import cache, lru_cache
 
 CharSet = tuple[tuple[int, int], ...]
 
@@ -169,6 +169,12 @@ def casefold_set(s: CharSet, ascii_only: bool = False) -> CharSet:
         for low_cp in _keys_in_range(inverse, lo, hi):
             add.extend((c, c) for c in inverse[low_cp])
     return union(result, normalize(add))
+
+
+@lru_cache(maxsize=1 << 16)
+def casefold_char(cp: int, ascii_only: bool = False) -> CharSet:
+    """``casefold_set`` of the one code point ``cp`` (cached: literals repeat)."""
+    return casefold_set(((cp, cp),), ascii_only)
 
 
 @cache

@@ -8,7 +8,9 @@
    equivalence class (``ast.byte_classes``), not per byte (see the README for the fast
    paths: one-terminal rows and small states derive through caches on the nodes).
 3. The table grows by doubling (the array object is replaced: re-read ``.table``);
-   creating more than ``max_states`` states raises ``RegexLimitError``.
+   creating more than ``max_states`` states (``Limits.max_dfa_states`` by default)
+   raises ``RegexLimitError``; each new state checks the compile deadline
+   (``tether.limits.check_deadline``).
 
 Derivatives of expressions with intersection/complement can be empty without being the
 ``∅`` node; such terminals are dropped from a state by an emptiness check, so ``live``
@@ -23,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import RegexLimitError
+from ..limits import Limits, check_deadline, current
 from .ast import (
     EMPTY,
     F_BOOLEAN,
@@ -42,7 +45,7 @@ UNKNOWN = -2
 
 State = tuple[tuple[int, Node], ...]
 
-DEFAULT_MAX_STATES = 50_000  # 1 KiB of table per state: 50 MiB at the limit
+DEFAULT_MAX_STATES = Limits().max_dfa_states  # 1 KiB of table per state: 50 MiB at 50k
 
 
 class LexerDfa:
@@ -50,15 +53,16 @@ class LexerDfa:
 
     Args:
         nodes: the terminals' regexes; terminal ``i`` is ``nodes[i]``.
-        max_states: limit on the number of states (RegexLimitError beyond it).
+        max_states: limit on the number of states (RegexLimitError beyond it); None
+            (the default): ``tether.limits.current().max_dfa_states`` when constructed.
 
     Cost: constructing is O(#terminals); each new row costs one derivative per byte class
     per live terminal (cached on the nodes, so shared sub-expressions are derived once).
     """
 
-    def __init__(self, nodes: Sequence[Node], *, max_states: int = DEFAULT_MAX_STATES) -> None:
+    def __init__(self, nodes: Sequence[Node], *, max_states: int | None = None) -> None:
         self.nodes: tuple[Node, ...] = tuple(nodes)
-        self.max_states = max_states
+        self.max_states = current().max_dfa_states if max_states is None else max_states
         self._ids: dict[State, int] = {}
         self._states: list[State] = []
         self._accepting: list[tuple[int, ...]] = []
@@ -80,13 +84,15 @@ class LexerDfa:
         if sid is not None:
             return sid
         sid = len(self._states)
+        check_deadline("building a lexer DFA")
         if sid >= self.max_states:
             live = ", ".join(f"#{t} {to_string(self.nodes[t], 60)}" for t, _ in state[:3])
             more = f" and {len(state) - 3} more" if len(state) > 3 else ""
             raise RegexLimitError(
                 f"lexer DFA needs more than {self.max_states} states "
                 f"({len(self.nodes)} terminals; growing on {live}{more}); "
-                "simplify the regexes (large counted repeats multiply states) or raise max_states"
+                "simplify the regexes (large counted repeats multiply states) or raise "
+                "tether.limits.Limits(max_dfa_states=...)"
             )
         if sid >= self._cap:
             self._grow()
@@ -521,6 +527,8 @@ def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None 
     todo = [node]
     while todo:
         n = todo.pop()
+        if len(parent) & 255 == 0:
+            check_deadline("deciding whether a regex is empty")
         for cls in node_classes(n):
             d = derivative(n, lowest_byte(cls))
             if d is EMPTY or d in parent:
@@ -575,6 +583,8 @@ def example(node: Node, *, limit: int = 10_000) -> bytes | None:
     q = deque([(node, b"")])
     while q:
         n, s = q.popleft()
+        if len(seen) & 255 == 0:
+            check_deadline("searching a regex example")
         for cls in node_classes(n):
             b = lowest_byte(cls)
             d = derivative(n, b)

@@ -23,12 +23,15 @@ denote the same language as greedy ones.
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from ..errors import RegexError
+from ..errors import LimitError, RegexError, limited
+from ..limits import check, check_deadline, current, deadline
 from . import charset as cs
 from .ast import (
     ANYTHING,
@@ -66,11 +69,12 @@ _MARKERS_MASK = (1 << BEGIN) | (1 << END)
 
 def check_flavor(flavor: str) -> None:
     if flavor not in FLAVORS:
-        raise ValueError(f"flavor must be one of {FLAVORS}; got {flavor!r}")
+        raise RegexError(f"flavor must be one of {FLAVORS}; got {limited(flavor)}")
 
 
 _SPECIAL = frozenset("\\^$.|?*+()[]{}")  # characters atom() does not read as plain literals
 _QUANT = frozenset("*+?{")  # characters that may start a quantifier
+_PLAIN_RUN = re.compile(r"[^\\^$.|?*+()\[\]{}]+")  # a run of characters not in _SPECIAL
 
 
 _CLASS_CACHE: dict[tuple[str, str, bool, bool], cs.CharSet] = {}
@@ -110,6 +114,7 @@ class _Flags:
 
 
 # parse tree: ("set", CharSet) | ("seq", [t]) | ("alt", [t]) | ("rep", t, lo, hi)
+#             | ("trie", root, edges) (an alternation of set sequences, see _factor)
 #             | ("bol", offset) | ("eol", "end" | "py" | "ml", offset)
 #             | ("look", positive, t, offset)
 Tree = tuple  # type: ignore[type-arg]
@@ -119,12 +124,172 @@ _ECMA_SIMPLE = {"f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
 _HEX = "0123456789abcdefABCDEF"
 
 
+@dataclass
+class _Open:
+    """A group being read: its kind (``group``, ``look``, ``behind``), offset, polarity
+    (lookarounds), its flags (``(?i:...)``), and what the enclosing level had read."""
+
+    kind: str
+    at: int
+    positive: bool = True
+    flags: _Flags | None = None
+    saved: _Flags = field(default_factory=_Flags)
+    branches: list[Tree] = field(default_factory=list)
+    items: list[Tree] = field(default_factory=list)
+
+
+# ("trie", root, edges): an alternation of sequences of sets, left-factored. A trie node is
+# [ends here?, {set: child}]; it denotes the union of the set sequences along its paths.
+_TRIE_MIN = 8  # alternations with at least this many such branches are factored
+TrieNode = list  # type: ignore[type-arg]
+
+
+def _counted(t: Tree) -> tuple[Tree, int, int]:
+    """``(X, lo, hi)`` of ``X{lo,hi}``; any other tree is ``X{1,1}``."""
+    if t[0] == "rep":
+        return t[1], t[2], t[3]
+    return t, 1, 1
+
+
+def _append(items: list[Tree], t: Tree) -> None:
+    """Append ``t`` to a sequence, merging a counted repeat with a neighbour repeating the
+    same assertion-free tree: ``X{a,b}X{c,d}`` is ``X{a+c,b+d}`` (``a?a?a?`` is
+    ``a{0,3}``: one counter instead of a chain whose derivatives list every suffix).
+    Plain runs (``aa``) stay literals."""
+    if items and (t[0] == "rep" or items[-1][0] == "rep"):
+        x, lo, hi = _counted(t)
+        y, lo2, hi2 = _counted(items[-1])
+        if x == y and not any(z[0] in _ASSERTIONS for z, _ in _walk(x)):
+            total = INF if INF in (hi, hi2) else hi + hi2
+            items[-1] = ("rep", x, lo + lo2, total)
+            return
+    items.append(t)
+
+
+def _set_sequence(t: Tree) -> list[cs.CharSet] | None:
+    """The sets of a branch made only of sets (a literal, ``[ab]x``...), else None."""
+    if t[0] == "set":
+        return [t[1]]
+    if t[0] == "seq":
+        items = t[1]
+        for x in items:
+            if x[0] != "set":
+                return None
+        return [x[1] for x in items]
+    return None
+
+
+def _factor(branches: list[Tree]) -> Tree:
+    """``("alt", branches)``, with the branches that are sequences of sets merged into one
+    trie (``A·X | A·Y = A·(X|Y)``: the same language). An alternation of n literals then
+    costs nodes for the distinct prefixes only, built in time linear in its size."""
+    if all(b[0] == "set" for b in branches):  # a|b|c is [abc]
+        return ("set", cs.union(*[b[1] for b in branches]))
+    plain: list[list[cs.CharSet]] = []
+    other: list[Tree] = []
+    for b in branches:
+        seq = _set_sequence(b)
+        if seq is None:
+            other.append(b)
+        else:
+            plain.append(seq)
+    if len(plain) < _TRIE_MIN:
+        return ("alt", branches)
+    root: TrieNode = [False, {}]
+    edges = 0
+    for seq in plain:
+        node = root
+        for key in seq:
+            kids = node[1]
+            nxt = kids.get(key)
+            if nxt is None:
+                nxt = kids[key] = [False, {}]
+                edges += 1
+            node = nxt
+        node[0] = True
+    other.append(("trie", root, edges))
+    return other[0] if len(other) == 1 else ("alt", other)
+
+
+def _trie_node(root: TrieNode, char: Callable[[cs.CharSet], Node]) -> Node:
+    """The node of a trie (children first, without recursion); ``char`` lowers a set."""
+    order = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        stack.extend(n[1].values())
+    built: dict[int, Node] = {}
+    for n in reversed(order):
+        parts = [concat(char(k), built[id(c)]) for k, c in n[1].items()]
+        if n[0]:
+            parts.append(EPSILON)
+        built[id(n)] = alt(*parts)
+    return built[id(root)]
+
+
+def _trie_single_set(root: TrieNode) -> cs.CharSet | None:
+    """The code points of a trie of one-character words only, else None."""
+    if root[0]:
+        return None
+    for child in root[1].values():
+        if not child[0] or child[1]:
+            return None
+    return cs.union(*root[1])
+
+
+def _children(t: Tree) -> list[Tree]:
+    k = t[0]
+    if k in ("seq", "alt"):
+        return t[1]  # type: ignore[no-any-return]
+    if k == "rep":
+        return [t[1]]
+    if k == "look":
+        return [t[2]]
+    return []
+
+
+def _expanded_size(t: Tree, memo: dict[int, tuple[int, Tree]]) -> int:
+    """Characters of ``t`` with every counted repeat written out (``a{3}`` is 3,
+    ``(a{50}){50}`` 2500; an unbounded repeat counts its minimum, at least once).
+    Iterative; ``memo`` (``id`` -> size and the tree, which keeps the id taken) holds the
+    sizes of subtrees already measured."""
+    stack = [(t, False)]
+    while stack:
+        x, ready = stack.pop()
+        if id(x) in memo:
+            continue
+        kids = _children(x)
+        if kids and not ready:
+            stack.append((x, True))
+            stack.extend((c, False) for c in kids if id(c) not in memo)
+            continue
+        k = x[0]
+        if k in ("seq", "alt"):
+            n = max(1, sum(memo[id(c)][0] for c in kids))
+        elif k == "rep":
+            count = x[3] if x[3] != INF else max(x[2], 1)
+            n = memo[id(kids[0])][0] * max(count, 1)
+        elif k == "look":
+            n = memo[id(kids[0])][0]
+        elif k == "trie":
+            n = max(1, x[2])
+        else:
+            n = 1
+        memo[id(x)] = (n, x)
+    return memo[id(t)][0]
+
+
 class _Parser:
     def __init__(self, pattern: str, flavor: str, flags: _Flags) -> None:
         self.p, self.flavor, self.i = pattern, flavor, 0
         self.flags = flags
         self.n_groups = 0
         self.group_names: set[str] = set()
+        self.sizes: dict[int, tuple[int, Tree]] = {}  # see _expanded_size
+        self.max_expanded = current().max_expanded
+        self.max_alternatives = current().max_alternatives
+        self._literals: dict[tuple[bool, bool], dict[str, Tree]] = {}
 
     # -- helpers ----------------------------------------------------------------------
     def error(self, msg: str, offset: int | None = None) -> RegexError:
@@ -191,34 +356,79 @@ class _Parser:
             raise self.error(f"flag '{c}' is not supported", offset)
 
     def alternation(self) -> Tree:
-        branches = [self.sequence()]
-        while self.eat("|"):
-            branches.append(self.sequence())
-        return branches[0] if len(branches) == 1 else ("alt", branches)
+        """The (sub)pattern from ``self.i`` up to an unmatched ``)`` or the end.
 
-    def sequence(self) -> Tree:
+        Groups are opened and closed on an explicit stack, not by recursion: nesting
+        deeper than ``Limits.max_nesting`` raises LimitError at the group's offset, and no
+        Python recursion follows the input."""
+        stack: list[_Open] = []
+        branches: list[Tree] = []
         items: list[Tree] = []
+        max_nesting = current().max_nesting
+        while True:
+            self.sequence_into(items)
+            c = self.peek()
+            if c == "(":
+                at = self.i
+                opened = self.open_group()
+                if opened is None:
+                    continue  # a comment
+                if len(stack) >= max_nesting:
+                    raise LimitError("max_nesting", f"more than {max_nesting} nested groups",
+                                     max_nesting, f"offset {at} in pattern")
+                opened.branches, opened.items, opened.saved = branches, items, self.flags
+                if opened.flags is not None:
+                    self.flags = opened.flags
+                stack.append(opened)
+                branches, items = [], []
+                continue
+            if c == "|":
+                if len(branches) + 2 > self.max_alternatives:
+                    raise LimitError("max_alternatives", f"more than {self.max_alternatives}",
+                                     self.max_alternatives, f"offset {self.i} in pattern")
+                self.i += 1
+                branches.append(items[0] if len(items) == 1 else ("seq", items))
+                items = []
+                continue
+            branches.append(items[0] if len(items) == 1 else ("seq", items))
+            tree = branches[0] if len(branches) == 1 else _factor(branches)
+            if not stack:
+                return tree
+            top = stack.pop()
+            self.flags = top.saved
+            if not self.eat(")"):
+                raise self.error("missing ), unterminated subpattern", top.at)
+            atom = self.close_group(top, tree)
+            branches, items = top.branches, top.items
+            _append(items, self.quantifiers(atom, top.at))
+
+    def sequence_into(self, items: list[Tree]) -> None:
+        """Append atoms (with their quantifiers) to ``items`` until ``|``, ``(``, ``)`` or
+        the end."""
         p, n = self.p, len(self.p)
         while True:
             if not self.flags.verbose:
-                # fast path, the same tree as atom() + quantifiers(): a plain character
+                # fast path, the same tree as atom() + quantifiers(): plain characters
                 # that no quantifier follows (object keys are mostly such runs)
-                i = self.i
-                while i < n and p[i] not in _SPECIAL and (i + 1 == n or p[i + 1] not in _QUANT):
-                    items.append(("set", self.literal_set(ord(p[i]))))
-                    i += 1
-                self.i = i
+                m = _PLAIN_RUN.match(p, self.i)
+                if m is not None:
+                    j = m.end()
+                    if j < n and p[j] in _QUANT:
+                        j -= 1  # the last one takes the quantifier
+                    lits = self.literals()
+                    for c in p[self.i : j]:
+                        t = lits.get(c)
+                        if t is None:
+                            t = lits[c] = ("set", self.literal_set(ord(c)))
+                        items.append(t)
+                    self.i = j
             self.skip_verbose()
             c = self.peek()
-            if c == "" or c == "|" or c == ")":
-                break
+            if c == "" or c == "|" or c == ")" or c == "(":
+                return
             start = self.i
             atom = self.atom()
-            if atom is None:
-                continue
-            atom = self.quantifiers(atom, start)
-            items.append(atom)
-        return items[0] if len(items) == 1 else ("seq", items)
+            _append(items, self.quantifiers(atom, start))
 
     def quantifiers(self, atom: Tree, start: int) -> Tree:
         quantified = False
@@ -245,6 +455,10 @@ class _Parser:
             elif self.peek() == "+" and self.flavor == "python":
                 raise self.error("possessive quantifiers are not supported (not regular under derivatives)", self.i)
             atom = ("rep", atom, lo, hi)
+            size = _expanded_size(atom, self.sizes)
+            if size > self.max_expanded:
+                raise LimitError("max_expanded", size, self.max_expanded, f"offset {q_at} in pattern",
+                                 detail="the counted repeats multiply to this many characters")
             quantified = self.flavor == "python"
 
     def brace(self) -> tuple[int, int] | None:
@@ -267,20 +481,23 @@ class _Parser:
         if self.flavor == "python" and not lo_s and hi_s == lo_s:
             return None  # "{}" is literal
         at = self.i
+        max_repeat = current().max_repeat
+        for digits in (lo_s, hi_s):
+            if digits and len(digits.lstrip("0")) > len(str(max_repeat)):
+                raise LimitError("max_repeat", f"a {len(digits)}-digit count", max_repeat,
+                                 f"offset {at} in pattern")
         self.i = k + 1
-        lo = int(lo_s) if lo_s else 0
-        hi = INF if hi_s == "" else int(hi_s)  # type: ignore[arg-type]
+        lo = int(lo_s.lstrip("0") or "0") if lo_s else 0
+        hi = INF if hi_s == "" else int(hi_s.lstrip("0") or "0")  # type: ignore[union-attr]
         if hi != INF and hi < lo:
             raise self.error("min repeat greater than max repeat", at)
-        if max(lo, hi) > 100_000:
-            raise self.error("repeat count too large (limit 100000)", at)
+        if max(lo, hi) > max_repeat:
+            raise LimitError("max_repeat", max(lo, hi), max_repeat, f"offset {at} in pattern")
         return lo, hi
 
-    def atom(self) -> Tree | None:
+    def atom(self) -> Tree:
         c = self.peek()
         at = self.i
-        if c == "(":
-            return self.group()
         if c == "[":
             return ("set", self.char_class())
         if c == ".":
@@ -318,7 +535,9 @@ class _Parser:
         finally:
             self.i = save
 
-    def group(self) -> Tree | None:
+    def open_group(self) -> _Open | None:
+        """Read a group's opening (``(``, ``(?:``, ``(?P<name>``, ``(?=``, ``(?<!``,
+        ``(?i:`` ...) and say what it is; a comment ``(?#...)`` is skipped (None)."""
         at = self.i
         self.i += 1
         flags = None
@@ -342,28 +561,11 @@ class _Parser:
                 pass
             elif c in ("=", "!"):
                 self.i += 1
-                saved = self.flags
-                body = self.alternation()
-                self.flags = saved
-                if not self.eat(")"):
-                    raise self.error("missing ), unterminated subpattern", at)
-                return ("look", c == "=", body, at)
+                return _Open("look", at, c == "=")
             elif c == "<":
                 negative = self.peek(1) == "!"
                 self.i += 2
-                saved = self.flags
-                body = self.alternation()
-                self.flags = saved
-                if not self.eat(")"):
-                    raise self.error("missing ), unterminated subpattern", at)
-                one = _single_set(body)
-                if one is None:
-                    raise self.error(
-                        "lookbehind is only supported for one character (a class or a literal)", at
-                    )
-                if negative:  # not preceded by one of these: preceded by another, or at start
-                    return ("behind", cs.complement(one), True, at)
-                return ("behind", one, False, at)
+                return _Open("behind", at, not negative)
             elif c == ">":
                 raise self.error("atomic groups are not supported", at)
             elif c == "#":
@@ -391,23 +593,38 @@ class _Parser:
                     raise self.error("unknown extension ?" + self.p[j : j + 1], at + 1)
         else:
             self.n_groups += 1
-        saved = self.flags
-        if flags is not None:
-            self.flags = flags
-        t = self.alternation()
-        self.flags = saved
-        if not self.eat(")"):
-            raise self.error("missing ), unterminated subpattern", at)
-        if t[0] in _ASSERTIONS:
-            return ("seq", [t])  # a group around an anchor may be quantified
-        return t
+        return _Open("group", at, True, flags)
+
+    def close_group(self, g: _Open, body: Tree) -> Tree:
+        """The atom of a group whose body has been read (and its ``)`` eaten)."""
+        if g.kind == "look":
+            return ("look", g.positive, body, g.at)
+        if g.kind == "behind":
+            one = _single_set(body)
+            if one is None:
+                raise self.error(
+                    "lookbehind is only supported for one character (a class or a literal)", g.at
+                )
+            if not g.positive:  # not preceded by one of these: preceded by another, or at start
+                return ("behind", cs.complement(one), True, g.at)
+            return ("behind", one, False, g.at)
+        if body[0] in _ASSERTIONS:
+            return ("seq", [body])  # a group around an anchor may be quantified
+        return body
+
+    def literals(self) -> dict[str, Tree]:
+        """Character -> its literal tree under the current case flags (cached per parse)."""
+        key = (self.flags.ignore_case, self.flags.ascii)
+        d = self._literals.get(key)
+        if d is None:
+            d = self._literals[key] = {}
+        return d
 
     # -- sets ----------------------------------------------------------------------------
     def literal_set(self, cp: int) -> cs.CharSet:
-        s: cs.CharSet = ((cp, cp),)
         if self.flags.ignore_case:
-            s = cs.casefold_set(s, self.flags.ascii)
-        return s
+            return cs.casefold_char(cp, self.flags.ascii)
+        return ((cp, cp),)
 
     def dot(self) -> cs.CharSet:
         if self.flags.dotall:
@@ -659,6 +876,8 @@ def _single_set(t: Tree) -> cs.CharSet | None:
     """The code points of a tree matching exactly one character, else None."""
     if t[0] == "set":
         return t[1]  # type: ignore[no-any-return]
+    if t[0] == "trie":
+        return _trie_single_set(t[1])
     if t[0] == "seq" and len(t[1]) == 1:
         return _single_set(t[1][0])
     if t[0] == "alt":
@@ -668,33 +887,81 @@ def _single_set(t: Tree) -> cs.CharSet | None:
     return None
 
 
+def _walk(t: Tree, into_looks: bool = True) -> Iterator[tuple[Tree, bool]]:
+    """Every subtree of ``t`` in preorder, each with whether it lies inside a lookaround
+    body; without ``into_looks`` the bodies are not entered. Iterative and lazy (a
+    search stops at its first hit)."""
+    stack = [(t, False)]
+    while stack:
+        x, inside = stack.pop()
+        yield x, inside
+        k = x[0]
+        if k in ("seq", "alt"):
+            stack.extend((c, inside) for c in reversed(x[1]))
+        elif k == "rep":
+            stack.append((x[1], inside))
+        elif k == "look" and into_looks:
+            stack.append((x[2], True))
+
+
 def _needs_annotation(t: Tree) -> bool:
-    """Whether ``t`` asserts something about the previous character."""
-    k = t[0]
-    if k in ("behind", "wordb"):
-        return True
-    if k in ("seq", "alt"):
-        return any(_needs_annotation(x) for x in t[1])
-    if k in ("rep",):
-        return _needs_annotation(t[1])
-    if k == "look":
-        return _needs_annotation(t[2])
-    return False
+    """Whether ``t`` asserts something about the previous character, or has an anchor
+    inside a lookaround (lowered exactly only over annotated texts: there the text has
+    exactly one begin and one end marker, where plain lowering lets the number of
+    markers vary, which a negative lookaround could exploit)."""
+    for x, inside in _walk(t):
+        k = x[0]
+        if k in ("behind", "wordb") or (inside and k in ("bol", "eol")):
+            return True
+    return _end_before_begin(t)
+
+
+def _end_before_begin(t: Tree) -> bool:
+    """Whether an end anchor (``$``, ``\\Z``) may come before a begin anchor (``^``,
+    ``\\A``) in the main line: ``$^``, ``(?:^a$){2}``. Plain lowering orders the begin
+    markers before the end ones, which holds on the empty text only (handled apart),
+    while Python's ``$`` also holds before a final newline (``re.search("$^", "\\n")``
+    matches): such patterns are lowered over annotated texts."""
+    info: dict[int, tuple[bool, bool, bool]] = {}  # id -> (has end, has begin, bad)
+    stack = [(t, False)]
+    while stack:
+        x, ready = stack.pop()
+        k = x[0]
+        kids = x[1] if k in ("seq", "alt") else [x[1]] if k == "rep" else []
+        if kids and not ready:
+            stack.append((x, True))
+            stack.extend((c, False) for c in kids)
+            continue
+        if k == "eol":
+            r = (True, False, False)
+        elif k == "bol":
+            r = (False, True, False)
+        elif k == "seq":
+            end_seen = bad = has_b = False
+            for c in kids:
+                e, b, bd = info[id(c)]
+                bad = bad or bd or (end_seen and b)
+                end_seen = end_seen or e
+                has_b = has_b or b
+            r = (end_seen, has_b, bad)
+        elif k == "alt":
+            parts = [info[id(c)] for c in kids]
+            r = (any(p[0] for p in parts), any(p[1] for p in parts), any(p[2] for p in parts))
+        elif k == "rep":
+            e, b, bd = info[id(kids[0])]
+            r = (e, b, bd or (e and b and (x[3] == INF or x[3] > 1)))
+        else:
+            r = (False, False, False)
+        info[id(x)] = r
+    return info[id(t)][2]
 
 
 def _behind_sets(t: Tree, out: list[cs.CharSet]) -> list[cs.CharSet]:
-    k = t[0]
-    if k == "behind":
-        out.append(t[1])
-    elif k == "wordb":
-        out.append(t[2])
-    elif k in ("seq", "alt"):
-        for x in t[1]:
-            _behind_sets(x, out)
-    elif k == "rep":
-        _behind_sets(t[1], out)
-    elif k == "look":
-        _behind_sets(t[2], out)
+    for x, _ in _walk(t):
+        if x[0] == "behind":
+            out.append(x[1])
+        elif x[0] == "wordb":
+            out.append(x[2])
     return out
 
 
@@ -744,39 +1011,32 @@ class _Annotation:
 
 def _empty_only(t: Tree) -> bool:
     """Whether ``t`` can only match the empty text (anchors, lookarounds, empty groups)."""
-    k = t[0]
-    if k in _ASSERTIONS:
-        return True
-    if k in ("seq", "alt"):
-        return all(_empty_only(x) for x in t[1])
-    if k == "rep":
-        return _empty_only(t[1])
-    return t[1] == ()  # an empty set matches nothing
+    for x, _ in _walk(t, False):
+        k = x[0]
+        if k == "set" and x[1] != ():
+            return False  # a non-empty set matches a character
+        if k == "trie" and x[1][1]:
+            return False  # a word of at least one character
+    return True
 
 
 def _lenient_empty(t: Tree) -> bool:
     """``_empty_only``, and no assertion in ``t`` tells the end of the text from just
     before a final newline (so a Python ``$`` before ``t`` may take that newline):
     ``\\Z``/``\\z`` and lookarounds can."""
-    k = t[0]
-    if k == "look" or (k == "eol" and t[1] == "end"):
-        return False
-    if k in ("seq", "alt"):
-        return all(_lenient_empty(x) for x in t[1])
-    if k == "rep":
-        return _lenient_empty(t[1])
+    for x, _ in _walk(t, False):
+        k = x[0]
+        if k == "look" or (k == "eol" and x[1] == "end"):
+            return False
     return _empty_only(t)
 
 
 def _needs_context(t: Tree) -> bool:
     """Whether lowering ``t`` needs its continuation (lookahead, Python's ``$``)."""
-    k = t[0]
-    if k == "look" or (k == "eol" and t[1] in ("py", "ml")):
-        return True
-    if k in ("seq", "alt"):
-        return any(_needs_context(x) for x in t[1])
-    if k == "rep":
-        return _needs_context(t[1])
+    for x, _ in _walk(t, False):
+        k = x[0]
+        if k == "look" or (k == "eol" and x[1] in ("py", "ml")):
+            return True
     return False
 
 
@@ -820,6 +1080,11 @@ class _Lowering:
             if self.ann is not None:
                 return concat(self.ann.any_marker, charset_node(t[1]))
             return charset_node(t[1])
+        if k == "trie":
+            ann = self.ann
+            if ann is not None:
+                return _trie_node(t[1], lambda c: concat(ann.any_marker, charset_node(c)))
+            return _trie_node(t[1], charset_node)
         if k == "seq":
             return concat(*[self.lower(x) for x in t[1]])
         if k == "alt":
@@ -912,17 +1177,12 @@ class _Lowering:
 
 
 def _offset_of(t: Tree) -> int:
-    if t[0] in ("bol", "look", "behind", "wordb"):
-        return int(t[-1])
-    if t[0] == "eol":
-        return int(t[2])
-    if t[0] in ("seq", "alt"):
-        for x in t[1]:
-            o = _offset_of(x)
-            if o >= 0:
-                return o
-    if t[0] == "rep":
-        return _offset_of(t[1])
+    """The offset of the first assertion in ``t`` (-1 if none)."""
+    for x, _ in _walk(t, False):
+        if x[0] in ("bol", "look", "behind", "wordb"):
+            return int(x[-1])
+        if x[0] == "eol":
+            return int(x[2])
     return -1
 
 
@@ -932,6 +1192,7 @@ def _fixpoint_union(node: Node, step) -> Node:  # type: ignore[no-untyped-def]
     parts = [node]
     cur = node
     while True:
+        check_deadline("lowering the anchors of a regex")
         cur = step(cur)
         if cur is EMPTY or cur in seen:
             return alt(*parts)
@@ -941,8 +1202,19 @@ def _fixpoint_union(node: Node, step) -> Node:  # type: ignore[no-untyped-def]
         parts.append(cur)
 
 
+def _chain(node: Node) -> list[Node]:
+    """The items of a right-nested concatenation (``[node]`` for any other node)."""
+    items = []
+    while node.kind == K_CONCAT:
+        items.append(node.args[0])
+        node = node.args[1]
+    items.append(node)
+    return items
+
+
 def _right_quotient(node: Node, b: int, memo: dict[Node, Node]) -> Node:
-    """``{s | s·b ∈ L(node)}``."""
+    """``{s | s·b ∈ L(node)}``. A concatenation is walked as a chain (no recursion along
+    it): ``(x·rest)/b = x·(rest/b) | (x/b if rest is nullable)``."""
     r = memo.get(node)
     if r is not None:
         return r
@@ -950,10 +1222,17 @@ def _right_quotient(node: Node, b: int, memo: dict[Node, Node]) -> Node:
     if k == K_BYTES:
         r = EPSILON if node.args[0] >> b & 1 else EMPTY
     elif k == K_CONCAT:
-        a, rest = node.args
-        r = concat(a, _right_quotient(rest, b, memo))
-        if rest.nullable:
-            r = alt(r, _right_quotient(a, b, memo))
+        items = _chain(node)
+        suffixes = [node]  # suffixes[i]: the concatenation of items[i:]
+        for _ in items[1:]:
+            suffixes.append(suffixes[-1].args[1])
+        r = _right_quotient(items[-1], b, memo)
+        for i in range(len(items) - 2, -1, -1):
+            rest = suffixes[i + 1]
+            q = concat(items[i], r)
+            if rest.nullable:
+                q = alt(q, _right_quotient(items[i], b, memo))
+            memo[suffixes[i]] = r = q
     elif k == K_ALT:
         r = alt(*[_right_quotient(m, b, memo) for m in node.args])
     elif k == K_STAR:
@@ -974,7 +1253,8 @@ def _right_quotient(node: Node, b: int, memo: dict[Node, Node]) -> Node:
 
 
 def map_masks(node: Node, f, memo: dict[Node, Node] | None = None) -> Node:  # type: ignore[no-untyped-def]
-    """Rebuild ``node`` with every byte mask ``m`` replaced by ``f(m)``."""
+    """Rebuild ``node`` with every byte mask ``m`` replaced by ``f(m)`` (a concatenation
+    is walked as a chain, without recursion along it)."""
     if memo is None:
         memo = {}
     r = memo.get(node)
@@ -986,7 +1266,7 @@ def map_masks(node: Node, f, memo: dict[Node, Node] | None = None) -> Node:  # t
     elif k == K_BYTES:
         r = _bytes(f(node.args[0]))
     elif k == K_CONCAT:
-        r = concat(map_masks(node.args[0], f, memo), map_masks(node.args[1], f, memo))
+        r = concat(*[map_masks(m, f, memo) for m in _chain(node)])
     elif k == K_ALT:
         r = alt(*[map_masks(m, f, memo) for m in node.args])
     elif k == K_STAR:
@@ -1006,22 +1286,33 @@ def map_masks(node: Node, f, memo: dict[Node, Node] | None = None) -> Node:  # t
 ANY_CHAR = charset_node(cs.ALL)  # one valid UTF-8 encoded code point
 
 
-# (pattern, flavor, ignore_case, dotall, search) -> node. Nodes are immutable and
+# (pattern, flavor, ignore_case, dotall, search, the limits checked) -> node. Nodes are immutable and
 # interned, so a cached result is the node compiling again would build; patterns recur
 # across grammars (JSON strings, numbers, whitespace, formats). Successes only; the
 # oldest half is dropped when full.
-_COMPILED: dict[tuple[str, str, bool, bool, bool], Node] = {}
+_COMPILED: dict[tuple[str, str, bool, bool, bool, int, int, int, int, int], Node] = {}
 _COMPILED_MAX = 20_000
 
 
 def _compile(pattern: str, flavor: str, ignore_case: bool, dotall: bool, search: bool) -> Node:
     check_flavor(flavor)
     if not isinstance(pattern, str):
-        raise TypeError(f"pattern must be str; got {type(pattern).__name__}")
-    key = (pattern, flavor, bool(ignore_case), bool(dotall), search)
+        raise RegexError(f"pattern must be str; got {type(pattern).__name__}")
+    lim = current()  # the limits a pattern is checked against are part of the key
+    key = (pattern, flavor, bool(ignore_case), bool(dotall), search,
+           lim.max_text_chars, lim.max_nesting, lim.max_repeat, lim.max_expanded,
+           lim.max_alternatives)
     node = _COMPILED.get(key)
     if node is None:
-        node = _compile_uncached(pattern, flavor, ignore_case, dotall, search)
+        check("max_text_chars", len(pattern), "regex pattern")
+        try:
+            with deadline("regex"):
+                node = _compile_uncached(pattern, flavor, ignore_case, dotall, search)
+        except RecursionError:
+            # not reached within the default limits (nesting is bounded by max_nesting and
+            # the passes walk sequences without recursion); a last guard for raised limits
+            raise LimitError("max_nesting", "a pattern nested too deeply to lower",
+                             current().max_nesting, "regex pattern") from None
         if len(_COMPILED) >= _COMPILED_MAX:
             for k in list(_COMPILED)[: _COMPILED_MAX // 2]:
                 del _COMPILED[k]

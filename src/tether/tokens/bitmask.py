@@ -1,7 +1,7 @@
 """Token bitmasks: ``uint32[ceil(V/32)]``, bit ``t & 31`` of word ``t >> 5`` = token t allowed.
 
 1. ``allocate_mask`` / ``check_mask`` make and validate masks (one message shape:
-   expected vs got).
+   expected vs got; a ``ConstraintError``, which is a ``ValueError``).
 2. ``set_bit`` / ``test_bit`` / ``count_bits`` / ``mask_to_ids`` / ``ids_to_mask`` read
    and write them.
 3. ``apply_mask`` writes ``-inf`` into the disallowed rows of numpy or torch logits, in
@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.errors import ConstraintError
+
 
 def mask_words(n_tokens: int) -> int:
     """Number of uint32 words for ``n_tokens`` bits."""
@@ -30,27 +32,37 @@ def allocate_mask(n_tokens: int, *, batch: int | None = None) -> NDArray[np.uint
     return np.zeros(shape, np.uint32)
 
 
-def check_mask(mask: Any, n_tokens: int) -> None:
-    """Raise ValueError unless ``mask`` is a C-contiguous uint32 array of the right width.
+def check_mask(mask: Any, n_tokens: int, *, ndim: int | None = None) -> None:
+    """Raise ConstraintError (a ValueError) unless ``mask`` is a writeable, C-contiguous
+    uint32 numpy array of the right width.
 
-    The last axis must hold ``ceil(n_tokens/32)`` words; leading (batch) axes are allowed.
+    The last axis must hold ``ceil(n_tokens/32)`` words; leading (batch) axes are allowed
+    unless ``ndim`` fixes the number of axes (the kernels take ``ndim=1``).
     """
     words = mask_words(n_tokens)
     ok = (
         isinstance(mask, np.ndarray)
         and mask.dtype == np.uint32
         and mask.ndim >= 1
+        and (ndim is None or mask.ndim == ndim)
         and mask.shape[-1] == words
         and mask.flags.c_contiguous
+        and mask.flags.writeable
+        and mask.flags.aligned
     )
     if not ok:
         if isinstance(mask, np.ndarray):
             layout = "C-contiguous" if mask.flags.c_contiguous else "non-contiguous"
+            if not mask.flags.writeable:
+                layout = "read-only " + layout
+            if not mask.flags.aligned:
+                layout = "unaligned " + layout
             got = f"{layout} {mask.dtype} of shape {mask.shape}"
         else:
             got = type(mask).__name__
-        raise ValueError(
-            f"mask must be a C-contiguous uint32 array of shape ({words},) for "
+        shape = f"({words},)" if ndim in (None, 1) else f"({', '.join(['n'] * (ndim - 1))}, {words})"
+        raise ConstraintError(
+            f"mask must be a C-contiguous uint32 array of shape {shape} for "
             f"{n_tokens:,} tokens; got {got}"
         )
 

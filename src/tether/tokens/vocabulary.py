@@ -21,7 +21,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NewType
 
-from tether.errors import VocabularyError
+import numpy as np
+
+from tether.errors import VocabularyError, limited
 
 TokenId = NewType("TokenId", int)
 
@@ -81,12 +83,14 @@ class Vocabulary:
         special_names: Mapping[int, str] | None = None,
         name: str = "",
     ) -> None:
-        self.tokens: list[bytes] = [bytes(t) for t in tokens]
+        if isinstance(tokens, str | bytes) or not isinstance(tokens, Iterable):
+            raise VocabularyError(f"tokens must be a sequence of bytes; got {type(tokens).__name__}")
+        self.tokens: list[bytes] = [_token(t, i) for i, t in enumerate(tokens)]
         size = len(self.tokens)
-        self.eos_ids: tuple[int, ...] = tuple(sorted({int(i) for i in eos_ids}))
-        self.special_ids: frozenset[int] = frozenset(int(i) for i in special_ids)
-        self.n_logits: int = size if n_logits is None else int(n_logits)
-        self.bos_id = None if bos_id is None else int(bos_id)
+        self.eos_ids: tuple[int, ...] = tuple(sorted({_int(i, "eos id") for i in eos_ids}))
+        self.special_ids: frozenset[int] = frozenset(_int(i, "special id") for i in special_ids)
+        self.n_logits: int = size if n_logits is None else _int(n_logits, "n_logits")
+        self.bos_id = None if bos_id is None else _int(bos_id, "bos_id")
         self.special_names: dict[int, str] = dict(special_names or {})
         self.name = name
         if self.n_logits < size:
@@ -109,13 +113,33 @@ class Vocabulary:
         return len(self.tokens)
 
     def token_bytes(self, token: int) -> bytes:
-        """The bytes of ``token``; ``b""`` for control tokens. Raises IndexError."""
-        return self.tokens[token]
+        """The bytes of ``token``; ``b""`` for control tokens.
+
+        Raises:
+            VocabularyError (a ValueError): ``token`` is not an integer id of this vocabulary.
+        """
+        t = _int(token, "token id")
+        if not 0 <= t < len(self.tokens):
+            raise VocabularyError(f"token id {t} is outside the vocabulary (size {len(self.tokens)})")
+        return self.tokens[t]
 
     def decode(self, token_ids: Iterable[int]) -> bytes:
-        """Concatenated bytes of ``token_ids`` (special tokens contribute nothing)."""
+        """Concatenated bytes of ``token_ids`` (special tokens contribute nothing).
+
+        Raises:
+            VocabularyError: an id that is not an integer of this vocabulary (a negative
+                id would otherwise index from the end).
+        """
         tokens = self.tokens
-        return b"".join(tokens[t] for t in token_ids)
+        n = len(tokens)
+        out = []
+        for t in token_ids:
+            if type(t) is not int or not 0 <= t < n:
+                t = _int(t, "token id")
+                if not 0 <= t < n:
+                    raise VocabularyError(f"token id {t} is outside the vocabulary (size {n})")
+            out.append(tokens[t])
+        return b"".join(out)
 
     def special_id(self, text: str) -> int:
         """The id of the special token written ``text`` (e.g. ``"<end_of_turn>"``).
@@ -413,6 +437,20 @@ class Vocabulary:
 
 
 # -- decoding helpers ------------------------------------------------------------------
+
+
+def _token(value: object, i: int) -> bytes:
+    """Token ``i``'s bytes: bytes-like only (``bytes(5)`` would be five zero bytes)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise VocabularyError(f"token {i} must be bytes; got {type(value).__name__}")
+
+
+def _int(value: object, what: str) -> int:
+    """``value`` as an id: a Python or numpy integer, not a bool."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+        return int(value)
+    raise VocabularyError(f"{what} must be an integer; got {type(value).__name__} {limited(value, 40)}")
 
 
 def _byte_token(raw: bytes) -> bytes | None:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.errors import ConstraintError
 from tether.tokens.bitmask import check_mask
 from tether.tokens.trie import TokenTrie
 
@@ -55,14 +56,15 @@ def fill_mask(
             (then bits are OR-ed in, to union several walks).
 
     Raises:
-        ValueError: bad mask shape/dtype, or an UNKNOWN row with no ``fill_row``.
+        ConstraintError: bad mask (shape, dtype, layout) or table.
+        ValueError: an UNKNOWN row with no ``fill_row``.
 
     Cost: one visit per live trie node (a dead byte skips its subtree); the GIL is
     released while the kernel runs.
     """
     from tether.tokens import _kernels
 
-    check_mask(mask, trie.vocab_size)
+    check_mask(mask, trie.vocab_size, ndim=1)
     if clear:
         mask.fill(0)
     if start_state < 0:
@@ -73,6 +75,7 @@ def fill_mask(
         if fill_row is None:
             fill_row = holder.fill_row
         table = holder.table
+    _check_table(table, start_state)
     stack = np.empty(trie.max_depth + 1, np.int32)
     stack[0] = start_state
     node = 1
@@ -91,6 +94,20 @@ def fill_mask(
             table = new
         elif holder is not None:
             table = holder.table
+        _check_table(table, 0)
+
+
+def _check_table(table: Any, start_state: int) -> None:
+    """Raise ConstraintError unless ``table`` is a C-contiguous ``int32[states, 256]``
+    holding ``start_state`` (what the kernel indexes without bounds checks)."""
+    if not (isinstance(table, np.ndarray) and table.dtype == np.int32 and table.ndim == 2
+            and table.shape[1] == 256 and table.flags.c_contiguous):
+        got = (f"{table.dtype} of shape {table.shape}" if isinstance(table, np.ndarray)
+               else type(table).__name__)
+        raise ConstraintError(f"DFA table must be a C-contiguous int32[states, 256]; got {got}")
+    if not 0 <= start_state < table.shape[0]:
+        raise ConstraintError(f"start state {start_state} is not a row of the table "
+                              f"({table.shape[0]} rows)")
 
 
 def warmup() -> None:

@@ -146,7 +146,6 @@ ERRORS = [
     ("min-greater-than-max", r"a{3,2}", "python", "min repeat greater than max repeat", 1),
     ("multiline-anchor-ecma", r"(?m)^a", "ecma", "multi-line mode is not supported", 4),
     ("global-flags-late", r"a(?i)b", "python", "global flags not at the start", 1),
-    ("repeat-too-large", r"a{200000}", "python", "repeat count too large", 1),
     ("lookahead-in-star", r"(?:(?=a)a)*", "python", "inside a group repeated more than", 3),
     ("unknown-property", r"\p{Greek}", "ecma", "Unicode property 'Greek' is not supported", 0),
     ("duplicate-group-name", r"(?P<a>x)(?P<a>y)", "python", "redefinition of group name 'a'", 12),
@@ -168,7 +167,7 @@ def test_errors_name_offset_with_caret(pattern: str, flavor: str, fragment: str,
 def test_bad_flavor_and_type() -> None:
     with pytest.raises(ValueError, match="flavor must be one of"):
         parse("a", flavor="perl")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="pattern must be str"):
+    with pytest.raises(RegexError, match="pattern must be str"):
         parse(b"a")  # type: ignore[arg-type]
 
 
@@ -191,13 +190,13 @@ def test_compiled_patterns_are_cached_per_pattern_flavor_and_flags() -> None:
 
     p = "[a-f0-9]{2}-cache-test"
     a = parse(p)
-    assert (p, "python", False, False, False) in syntax._COMPILED
+    assert any(k[:5] == (p, "python", False, False, False) for k in syntax._COMPILED)
     assert parse(p) is a  # the cached node (equal to a fresh compile: nodes are interned)
     assert syntax._compile_uncached(p, "python", False, False, False) is a
     assert parse(p, ignore_case=True) is not a and matches(parse(p, ignore_case=True), "AB-CACHE-TEST")
     assert search(p) is not a and matches(search(p), "xx0a-cache-testyy")
     assert parse(p, flavor="ecma") is a  # same language, separate entry
-    assert (p, "ecma", False, False, False) in syntax._COMPILED
+    assert any(k[:5] == (p, "ecma", False, False, False) for k in syntax._COMPILED)
     # errors are raised every time and never cached
     for _ in range(2):
         with pytest.raises(RegexError):
