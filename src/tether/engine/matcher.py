@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tether.engine.tables import DEAD
-from tether.errors import ConstraintError, limited
+from tether.errors import ConstraintError, TetherError, limited
 from tether.tokens.bitmask import check_mask
 
 if TYPE_CHECKING:
@@ -73,11 +73,15 @@ class Matcher:
 
     def _accepting_now(self) -> bool:
         cc = self.cc
-        if not self._start:
-            a = cc.steps.accid_of(self._ls)
-            if a >= 0:
-                cc.steps.transition(self._node, a, self._parser_at_node)
-        return cc.is_accepting_at(self._ls, self._node, self._start)
+        try:
+            if not self._start:
+                a = cc.steps.accid_of(self._ls)
+                if a >= 0:
+                    cc.steps.transition(self._node, a, self._parser_at_node)
+            return cc.is_accepting_at(self._ls, self._node, self._start)
+        except TetherError as e:  # a limit reached while stepping: not accepting, reason kept
+            self.error = str(e)
+            return False
 
     def is_finished(self) -> bool:
         """EOS consumed, or accepting with no byte able to follow."""
@@ -103,8 +107,12 @@ class Matcher:
         if self._eos:
             out.fill(0)
             return out
-        self.cc.mask_into(self._ls, self._node, self._start, self._parser_at_node, out,
-                          self._hint)
+        try:
+            self.cc.mask_into(self._ls, self._node, self._start, self._parser_at_node, out,
+                              self._hint)
+        except TetherError as e:  # a limit reached while stepping: decode time never raises
+            out.fill(0)
+            self.error = str(e)
         return out
 
     # ---- moves ----------------------------------------------------------------------------
@@ -149,6 +157,9 @@ class Matcher:
                               f"{self.cc.vocabulary.size})")
                 return False
             return self._consume(token)
+        except TetherError as e:  # a limit reached while stepping
+            self.error = f"token {limited(token, 40)}: {e}"
+            return False
         except Exception as e:  # noqa: BLE001 -- decode time never raises
             self.error = f"internal error on token {limited(token, 40)}: {type(e).__name__}: {e}"
             return False

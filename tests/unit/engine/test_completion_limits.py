@@ -178,3 +178,21 @@ def test_long_sequence_of_new_nodes_keeps_few_parsers() -> None:
     assert out[0] & 1 and not out[0] & 0b111110
     kept = sum(p is not None for p in cc.steps._node_parser)
     assert len(cc.steps._node_parser) > n // 2 and kept < n // 20
+
+
+def test_earley_limit_at_decode_time_is_a_sticky_error_not_an_exception(vocab: Vocabulary) -> None:
+    g = Grammar.from_lark('start: s\ns: s s | "a"')
+    with limits(max_earley_items=300):
+        cc = engine_compile(g, vocab)
+    m = cc.matcher()
+    out = np.zeros(cc.n_words, dtype=np.uint32)
+    stopped = False
+    for _ in range(400):  # the ambiguous grammar's Earley sets grow with every "a"
+        m.compute_mask(out)
+        if not m.consume(_tok(ord("a"))):
+            stopped = True
+            break
+    assert stopped, "the item limit was never reached"
+    assert "max_earley_items" in (m.error or "")
+    m.compute_mask(out)  # never raises past the limit either
+    m.is_accepting()
