@@ -26,6 +26,8 @@ _LAZY: dict[str, str] = {
     "MissingDependencyError": "tether.errors",
     "LimitError": "tether.errors",
     "ContextLengthError": "tether.errors",
+    "ArgumentError": "tether.errors",
+    "ModelArgumentError": "tether.errors",
     # limits
     "Limits": "tether.limits",
     # layers whose package is also a public name (``tether.regex(pattern)`` is callable)

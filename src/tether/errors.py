@@ -7,11 +7,13 @@
      ├── SchemaError (ValueError)           invalid JSON Schema; JSON pointer
      │    └── UnsupportedSchemaError        valid schema, keyword tether cannot enforce
      ├── VocabularyError (ValueError)       token bytes do not round-trip
+     ├── ArgumentError (ValueError)         an argument of the wrong type or out of range; names it
      ├── ConstraintError (ValueError)       a constraint cannot be compiled for a vocabulary
      ├── LimitError (ValueError)            an input past one of the `tether.limits.Limits`; names
      │                                      the limit, the value, the maximum and the place
      ├── ModelError (RuntimeError)          a model backend failed; ``retryable`` says if a retry may help
-     │    └── ContextLengthError            the tokens do not fit the model's context window
+     │    ├── ContextLengthError            the tokens do not fit the model's context window
+     │    └── ModelArgumentError (ValueError)  a bad load option, token id or spec; names it
      ├── QuerySyntaxError (SyntaxError)     bad query-language program; line:column
      └── MissingDependencyError (ImportError)  an optional extra is not installed; says what to install
 
@@ -117,6 +119,25 @@ class VocabularyError(TetherError, ValueError):
     """Token bytes that disagree with the tokenizer, or an unusable vocabulary."""
 
 
+def _article(noun: str) -> str:
+    return ("an " if noun[:1] in "aeiou" else "a ") + noun
+
+
+class ArgumentError(TetherError, ValueError):
+    """A generation argument of the wrong type or out of range (``n="x"``,
+    ``temperature=-1``, ``top_p=2``...). A ``ValueError``.
+
+    Attributes:
+        argument: the argument's name (``"top_p"``, ``"stop[2]"``, ``"prompt[0].role"``).
+        value: what was given.
+        expected: what the argument accepts, in words.
+    """
+
+    def __init__(self, argument: str, value: object, expected: str) -> None:
+        self.argument, self.value, self.expected = argument, value, expected
+        super().__init__(f"{argument} must be {expected}; got {limited(value)} ({_article(type(value).__name__)})")
+
+
 class ConstraintError(TetherError, ValueError):
     """A constraint that cannot be compiled (e.g. it allows no token sequence)."""
 
@@ -166,6 +187,16 @@ class ContextLengthError(ModelError):
     def __init__(self, n_ctx: int, needed: int) -> None:
         self.n_ctx, self.needed = n_ctx, needed
         super().__init__(f"context window full: {needed} tokens needed, the model holds {n_ctx}")
+
+
+class ModelArgumentError(ModelError, ValueError):
+    """A bad argument to a model backend: a load option (unknown name, wrong type, out of
+    range), a token id outside the vocabulary, an empty token sequence. Names the
+    argument. A `ModelError` and a ``ValueError``."""
+
+    def __init__(self, message: str, *, argument: str = "") -> None:
+        self.argument = argument
+        super().__init__(message)
 
 
 class QuerySyntaxError(TetherError, SyntaxError):

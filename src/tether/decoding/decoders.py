@@ -27,28 +27,9 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 from tether import limits
-from tether.errors import TetherError, limited
+from tether.errors import ArgumentError
 
 MAX_SEED = 2**128
-
-
-def _article(noun: str) -> str:
-    return ("an " if noun[:1] in "aeiou" else "a ") + noun
-
-
-class ArgumentError(TetherError, ValueError):
-    """A generation argument of the wrong type or out of range (``n="x"``,
-    ``temperature=-1``, ``top_p=2``...). A ``ValueError``.
-
-    Attributes:
-        argument: the argument's name (``"top_p"``, ``"stop[2]"``, ``"prompt[0].role"``).
-        value: what was given.
-        expected: what the argument accepts, in words.
-    """
-
-    def __init__(self, argument: str, value: object, expected: str) -> None:
-        self.argument, self.value, self.expected = argument, value, expected
-        super().__init__(f"{argument} must be {expected}; got {limited(value)} ({_article(type(value).__name__)})")
 
 
 def check_int(name: str, value: object, *, minimum: int | None = None, limit: str | None = None) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from tether.errors import ContextLengthError, ModelError
+from tether.errors import ContextLengthError, ModelArgumentError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -87,16 +87,6 @@ class Model(Protocol):
     def detokenize(self, tokens: Sequence[int]) -> bytes: ...
 
     def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]: ...
-
-
-class ModelArgumentError(ModelError, ValueError):
-    """A bad argument to a model backend: a load option (unknown name, wrong type, out of
-    range), a token id outside the vocabulary, an empty token sequence. Names the
-    argument. A `ModelError` and a ``ValueError``."""
-
-    def __init__(self, message: str, *, argument: str = "") -> None:
-        self.argument = argument
-        super().__init__(message)
 
 
 def check_tokens(tokens: Sequence[int], n_vocab: int, n_ctx: int | None,
