@@ -411,3 +411,14 @@ def test_a_raised_nesting_limit_the_stack_cannot_hold_is_a_limit_error() -> None
         compile_json_schema(_object_chain(3000))
     assert info.value.limit == "max_nesting"
     assert info.value.place.startswith("#/$defs/d")
+
+
+def test_an_anchor_defined_twice_in_one_resource_is_an_error() -> None:
+    # found by the fuzzer: "#a0" named two subschemas and the compiler picked one silently
+    schema = {"$defs": {"d": {"$anchor": "a0", "type": "object",
+                              "additionalProperties": {"$defs": {"d": {"$anchor": "a0", "allOf": [False]}},
+                                                       "$ref": "#a0"}}},
+              "$ref": "#a0"}
+    with pytest.raises(SchemaError, match="defined twice") as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.pointer == "#/$defs/d/additionalProperties/$defs/d"

@@ -270,7 +270,10 @@ class _Compiler:
             for kw in ("$anchor", "$dynamicAnchor"):
                 anchor = s.get(kw)
                 if isinstance(anchor, str):
-                    self.index.setdefault(urldefrag(base)[0] + "#" + anchor, s)
+                    key = urldefrag(base)[0] + "#" + anchor
+                    if self.index.setdefault(key, s) is not s:  # two targets: no honest choice
+                        raise SchemaError(f"{kw} {limited(anchor)} is defined twice in one "
+                                          "schema resource", pointer)
             self.base_of[id(s)] = base
             self.ptr_of[id(s)] = pointer
             children: list[tuple[Any, str, str]] = []
