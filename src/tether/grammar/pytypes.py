@@ -10,7 +10,9 @@
 
 Objects are *closed* by default (``closed=True``): a model ignores or rejects keys it does
 not declare, so the grammar does not generate any (``additionalProperties: false`` is added
-where the type says nothing); models that declare ``extra="allow"`` stay open.
+where the type says nothing, and ``grammar_of`` compiles with ``closed=True``); models that
+declare ``extra="allow"`` stay open, ``extra="forbid"`` and the default (``"ignore"``) are
+closed. ``closed=False`` keeps the specification's open objects.
 """
 
 from __future__ import annotations
@@ -79,10 +81,17 @@ def _plain_schema_root(x: Any, closed: bool) -> dict:
 
 
 def grammar_of(x: Any, *, closed: bool = True, **options: Any):  # type: ignore[no-untyped-def]
-    """``compile_json_schema(schema_of(x), **options)``."""
+    """``compile_json_schema(schema_of(x, closed=closed), closed=closed, **options)``.
+
+    ``closed`` (default True) closes the objects the type declares (see the module
+    docstring) and every other object schema with ``properties`` and nothing said of
+    other keys; a Pydantic model with ``extra="allow"`` (``additionalProperties: true``)
+    or a ``dict[str, X]`` stays open. The other options are ``compile_json_schema``'s
+    (``bounded_numbers=``, ``whitespace=``, ``whitespace_pattern=``, ``property_order=``...).
+    """
     from tether.grammar.json_schema import compile_json_schema
 
-    return compile_json_schema(schema_of(x, closed=closed), **options)
+    return compile_json_schema(schema_of(x, closed=closed), closed=closed, **options)
 
 
 def parse_value(x: Any, text: str | bytes) -> Any:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tether.errors import SchemaError, UnsupportedSchemaError
+from tether.errors import LimitError, SchemaError, UnsupportedSchemaError
 from tether.grammar.json_schema import compile_json_schema, dumps
 from tether.parser import accepts, is_viable_prefix
 
@@ -316,13 +316,14 @@ def test_lenient_turns_errors_into_warnings() -> None:
 
 
 def test_huge_max_length_is_an_error_naming_the_pointer() -> None:
-    with pytest.raises(SchemaError) as info:
+    with pytest.raises(LimitError) as info:
         compile_json_schema({"properties": {"s": {"type": "string", "maxLength": 10**9}}}, max_repeat=1000)
-    assert info.value.pointer == "#/properties/s/maxLength"
+    assert info.value.place == "#/properties/s/maxLength"
+    assert info.value.limit == "max_repeat"
 
 
 def test_huge_max_items_is_an_error() -> None:
-    with pytest.raises(SchemaError, match="maxItems"):
+    with pytest.raises(LimitError, match="minItems"):
         compile_json_schema({"type": "array", "minItems": 10**6})
 
 

@@ -23,18 +23,20 @@ import json
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
 from urllib.parse import unquote, urldefrag, urljoin
 
-from tether.errors import SchemaError, UnsupportedSchemaError, limited
+from tether.errors import LimitError, SchemaError, UnsupportedSchemaError, limited
 from tether.grammar import formats as fmt
 from tether.grammar.ir import NT, Grammar, Rule, T, Terminal
 from tether.grammar.json_schema import numbers as num
 from tether.grammar.json_schema import strings as st
+from tether.grammar.json_schema.check import check_document
 from tether.grammar.json_schema.layout import Layout, Spec, Whitespace, dumps_str
+from tether.limits import Limits, check_deadline, current, deadline
 
 PropertyOrder = Literal["schema", "any"]
 Draft = Literal["draft4", "draft6", "draft7", "2019-09", "2020-12"]
@@ -61,6 +63,8 @@ _OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperti
               "dependentSchemas", "dependencies", "unevaluatedProperties")
 _ARRAY_KW = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
              "contains", "unevaluatedItems")
+# keywords that say which keys besides the named ones an object may have
+_OPEN_KW = ("additionalProperties", "unevaluatedProperties")
 _STRING_KW = ("minLength", "maxLength", "pattern", "format")
 _NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
@@ -136,7 +140,11 @@ class _Compiler:
         max_depth: int,
         max_expansion: int,
         resolve_remote: Callable[[str], Any] | None,
+        limits: Limits | None = None,
+        closed: bool = False,
+        number_bounds: num.NumberBounds | None = None,
     ) -> None:
+        self.limits = limits or current()
         self.root = schema
         self.layout = layout
         self.order = property_order
@@ -146,6 +154,9 @@ class _Compiler:
         self.max_depth = max_depth
         self.max_expansion = max_expansion
         self.resolve_remote = resolve_remote
+        self.closed = closed
+        self.number_bounds = number_bounds
+        self._number_shape: tuple[bool, Any, Any, int] | None = None
         self.draft: Draft = draft or self._detect_draft(schema)
         self.g = Grammar(start="root")
         self.terms: dict[Any, str] = {}
@@ -159,10 +170,13 @@ class _Compiler:
         self._root_validator: Any = None
         self._synth: dict[Any, dict] = {}
         self._one_of_warned: set[str] = set()
-        self._member_validators: dict[int, Any] = {}
+        self._member_validators: dict[tuple[int, frozenset[str]], Any] = {}
         self._n = 0
         self._shapes: dict[tuple[str | None, str], int] = {}
         self._shape_of_id: dict[int, int] = {}
+        self.checked: set[int] = set()  # ids of schema objects whose shape was checked
+        self.path: list[str] = []  # pointers of the nodes being compiled, outermost first
+        check_document(schema, self.limits, "#", self.checked)
         self._index_document(schema, DEFAULT_BASE, "#")
 
     # ------------------------------------------------------------------ bookkeeping
@@ -203,10 +217,13 @@ class _Compiler:
             self._too_many_rules()
 
     def _too_many_rules(self) -> None:
-        raise SchemaError(
-            f"schema expands to more than {self.max_rules} grammar rules "
-            "(raise max_rules, or simplify the schema)"
-        )
+        raise LimitError("max_rules", len(self.g.rules), self.max_rules, self.path[-1] if self.path else "#",
+                         detail="the schema expands to more grammar rules; raise max_rules, or simplify it")
+
+    def _repeat(self, value: int, pointer: str) -> None:
+        """LimitError unless a bound the grammar expands (``maxLength`` ...) fits ``max_repeat``."""
+        if value > self.max_repeat:
+            raise LimitError("max_repeat", value, self.max_repeat, pointer)
 
     def term(self, spec: Spec, hint: str = "t") -> T:
         kind, value = spec
@@ -230,40 +247,47 @@ class _Compiler:
         self._index(doc, base, pointer)
 
     def _index(self, s: Any, base: str, pointer: str) -> None:
-        if isinstance(s, list):
-            for i, x in enumerate(s):
-                self._index(x, base, _ptr(pointer, i))
-            return
-        if not isinstance(s, dict):
-            return
-        ident = s.get("$id") if "$id" in s else (s.get("id") if self.draft == "draft4" else None)
-        if isinstance(ident, str) and not (self.draft in ("draft4", "draft6", "draft7") and "$ref" in s):
-            if ident.startswith("#") and self.draft in ("draft4", "draft6", "draft7"):
-                self.index[_join(base, ident)] = s  # plain-name fragment (old drafts)
-            else:
-                base = _join(base, ident)
-                self.index[urldefrag(base)[0]] = s
-                self.docs.setdefault(urldefrag(base)[0], s)
-        for kw in ("$anchor", "$dynamicAnchor"):
-            anchor = s.get(kw)
-            if isinstance(anchor, str):
-                self.index.setdefault(urldefrag(base)[0] + "#" + anchor, s)
-        self.base_of[id(s)] = base
-        self.ptr_of[id(s)] = pointer
-        for k, v in s.items():
-            if k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
-                if isinstance(v, dict):
+        """Record ``$id``/``$anchor`` targets, base URIs and pointers below ``s``
+        (pre-order, iterative: any depth; a Python object met twice is indexed once)."""
+        stack: list[tuple[Any, str, str]] = [(s, base, pointer)]
+        visited: set[int] = set()
+        while stack:
+            s, base, pointer = stack.pop()
+            if isinstance(s, list):
+                stack.extend((s[i], base, _ptr(pointer, i)) for i in range(len(s) - 1, -1, -1))
+                continue
+            if not isinstance(s, dict) or id(s) in visited:
+                continue
+            visited.add(id(s))
+            ident = s.get("$id") if "$id" in s else (s.get("id") if self.draft == "draft4" else None)
+            if isinstance(ident, str) and not (self.draft in ("draft4", "draft6", "draft7") and "$ref" in s):
+                if ident.startswith("#") and self.draft in ("draft4", "draft6", "draft7"):
+                    self.index[_join(base, ident)] = s  # plain-name fragment (old drafts)
+                else:
+                    base = _join(base, ident)
+                    self.index[urldefrag(base)[0]] = s
+                    self.docs.setdefault(urldefrag(base)[0], s)
+            for kw in ("$anchor", "$dynamicAnchor"):
+                anchor = s.get(kw)
+                if isinstance(anchor, str):
+                    self.index.setdefault(urldefrag(base)[0] + "#" + anchor, s)
+            self.base_of[id(s)] = base
+            self.ptr_of[id(s)] = pointer
+            children: list[tuple[Any, str, str]] = []
+            for k, v in s.items():
+                if k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
+                    if isinstance(v, dict):
+                        for name, sub in v.items():
+                            children.append((sub, base, _ptr(pointer, k, name)))
+                elif k in ("items", "prefixItems", "allOf", "anyOf", "oneOf", "additionalProperties",
+                           "additionalItems", "propertyNames", "contains", "not", "if", "then", "else",
+                           "unevaluatedProperties", "unevaluatedItems"):
+                    children.append((v, base, _ptr(pointer, k)))
+                elif k == "dependencies" and isinstance(v, dict):
                     for name, sub in v.items():
-                        self._index(sub, base, _ptr(pointer, k, name))
-            elif k in ("items", "prefixItems", "allOf", "anyOf", "oneOf"):
-                self._index(v, base, _ptr(pointer, k))
-            elif k in ("additionalProperties", "additionalItems", "propertyNames", "contains",
-                       "not", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems"):
-                self._index(v, base, _ptr(pointer, k))
-            elif k == "dependencies" and isinstance(v, dict):
-                for name, sub in v.items():
-                    if isinstance(sub, dict):
-                        self._index(sub, base, _ptr(pointer, k, name))
+                        if isinstance(sub, dict):
+                            children.append((sub, base, _ptr(pointer, k, name)))
+            stack.extend(reversed(children))
 
     def resolve(self, ref: Any, holder: dict, pointer: str) -> Member:
         if not isinstance(ref, str):
@@ -288,6 +312,7 @@ class _Compiler:
                     "$ref", pointer, f"reference {limited(ref)} is not inside this document"
                 )
             self._keep.append(doc)
+            check_document(doc, self.limits, uri + "#", self.checked)
             self._index_document(doc, uri, uri + "#")
             if target in self.index:
                 s = self.index[target]
@@ -304,6 +329,9 @@ class _Compiler:
                     node = node[int(part)]
                 else:
                     raise SchemaError(f"$ref {limited(ref)} points to nothing", pointer)
+        if isinstance(node, dict) and id(node) not in self.checked:
+            # a target outside the schema positions walked so far (an unknown keyword)
+            check_document(node, self.limits, self.ptr_of.get(id(node), target), self.checked)
         if isinstance(node, dict) and id(node) not in self.base_of:
             self._index(node, uri, uri + "#" + frag)
         return node, self.ptr_of.get(id(node), target)
@@ -311,18 +339,30 @@ class _Compiler:
     # ------------------------------------------------------------------ conjunctions
 
     def flatten(self, members: list[Member]) -> list[Member] | None:
-        """Add ``$ref`` targets and ``allOf`` branches; None if some member is ``false``."""
+        """Add ``$ref`` targets and ``allOf`` branches; None if some member is ``false``.
+
+        A member met again is skipped; met again *inside its own expansion* (a ``$ref``/
+        ``allOf`` cycle that never reaches a property or an item) it is an error: such a
+        schema asks a validator to loop forever.
+        """
         out: list[Member] = []
         seen: set[int] = set()
-        stack = list(reversed(members))
+        on_path: set[int] = set()  # members whose $ref/allOf expansion is under way
+        stack: list[Member | int] = list(reversed(members))  # an int: leave that member
         steps = 0
         while stack:
-            s, p = stack.pop()
+            top = stack.pop()
+            if isinstance(top, int):
+                on_path.discard(top)
+                continue
+            s, p = top
             steps += 1
             if steps > self.max_expansion:
                 raise SchemaError(
                     f"$ref/allOf expansion exceeds {self.max_expansion} schemas", p
                 )
+            if not steps & 255:
+                check_deadline(p)
             if s is True:
                 continue
             if s is False:
@@ -330,6 +370,10 @@ class _Compiler:
             if not isinstance(s, dict):
                 raise SchemaError(f"a schema must be an object or a boolean, got {limited(s)}", p)
             if id(s) in seen:
+                if id(s) in on_path:
+                    raise SchemaError(
+                        "a $ref/allOf cycle: the schema refers to itself without a property "
+                        "or an item in between (a validator would loop forever)", p)
                 continue
             seen.add(id(s))
             if "$dynamicRef" in s or "$recursiveRef" in s:
@@ -339,6 +383,8 @@ class _Compiler:
             if "$ref" in s:
                 nxt.append(self.resolve(s["$ref"], s, _ptr(p, "$ref")))
                 if self.draft in ("draft4", "draft6", "draft7"):
+                    on_path.add(id(s))
+                    stack.append(id(s))
                     stack.extend(reversed(nxt))
                     continue  # siblings of $ref are ignored in these drafts
             out.append((s, p))
@@ -347,11 +393,17 @@ class _Compiler:
                 if not isinstance(all_of, list):
                     raise SchemaError("'allOf' must be an array", _ptr(p, "allOf"))
                 nxt += [(b, _ptr(p, "allOf", i)) for i, b in enumerate(all_of)]
+            on_path.add(id(s))
+            stack.append(id(s))
             stack.extend(reversed(nxt))
         return out
 
     def node(self, members: list[Member], depth: int, consumed: frozenset = frozenset()) -> str | None:
-        """The nonterminal for the conjunction ``members`` at ``depth``; None if empty."""
+        """The nonterminal for the conjunction ``members`` at ``depth``; None if empty.
+
+        Nodes nest (a property's value inside its object, a branch inside its ``anyOf``)
+        at most ``Limits.max_nesting`` deep, else LimitError at the innermost pointer.
+        """
         if not self.layout.depth_matters:
             depth = 0
         elif depth > self.max_depth:
@@ -366,9 +418,15 @@ class _Compiler:
         key = (tuple(sorted({self._shape(s) for s, _ in flat})), consumed, depth)
         if key in self.memo:
             return self.memo[key]
+        where = members[-1][1] if members else "#"
+        check_deadline(where)
+        if len(self.path) >= self.limits.max_nesting:
+            raise LimitError("max_nesting", len(self.path) + 1, self.limits.max_nesting, where)
         name = self.fresh("v")
         self.memo[key] = name  # recursion sees the name (assumed non-empty)
+        self.path.append(where)
         alts = self._alternatives(flat, depth, consumed)
+        self.path.pop()  # (left in place by an error: the innermost place is reported)
         if not alts:
             self.memo[key] = None
             return None
@@ -460,19 +518,14 @@ class _Compiler:
         for i, b in enumerate(branches):
             flat = self.flatten([*context, (b, _ptr(pointer, i))])
             infos.append(None if flat is None else self._summary(flat))
-        for i in range(len(infos)):
-            for j in range(i + 1, len(infos)):
-                a, b = infos[i], infos[j]
-                if a is None or b is None or _disjoint(a, b):
-                    continue
-                if pointer in self._one_of_warned:
-                    return
-                self._one_of_warned.add(pointer)
-                self.warn(
-                    f"oneOf at {pointer}: branches {i} and {j} are not provably disjoint; "
-                    "compiled as anyOf (a value matching both is allowed)"
-                )
-                return
+        pair = _first_overlap(infos, pointer)
+        if pair is None or pointer in self._one_of_warned:
+            return
+        self._one_of_warned.add(pointer)
+        self.warn(
+            f"oneOf at {pointer}: branches {pair[0]} and {pair[1]} are not provably disjoint; "
+            "compiled as anyOf (a value matching both is allowed)"
+        )
 
     def _summary(self, flat: list[Member]) -> dict:
         """What disjointness checks need: allowed types, enum values, required consts."""
@@ -502,7 +555,9 @@ class _Compiler:
                                 consts[k] = consts[k] & ks if k in consts else ks
         if "number" in types:
             types.add("integer")
-        return {"types": types, "values": values, "consts": consts}
+        value_keys = None if values is None else frozenset(_json_key(v) for v in values)
+        vtypes = None if values is None else {_type_of(v) for v in values}
+        return {"types": types, "values": values, "consts": consts, "keys": value_keys, "vtypes": vtypes}
 
     # ------------------------------------------------------------------ typed compile
 
@@ -648,8 +703,12 @@ class _Compiler:
     def _values(self, values: list, flat: list[Member], types: set[str], depth: int) -> list[tuple]:
         """Alternatives for enum/const values that satisfy every member."""
         keep = []
-        check = self._validator(flat, {_type_of(v) for v in values})
-        for v in values:
+        # the values already satisfy every member's enum/const (intersected in _typed):
+        # the check reads the other keywords only, so a long enum costs linear time
+        check = self._validator(flat, {_type_of(v) for v in values}, without_values=True)
+        for i, v in enumerate(values):
+            if not i & 1023:
+                check_deadline(flat[0][1] if flat else "#")
             t = _type_of(v)
             if t not in types and not (t == "integer" and "number" in types):
                 continue
@@ -666,10 +725,13 @@ class _Compiler:
             alts.append((self.term(spec, "lit"),))
         return alts
 
-    def _validator(self, flat: list[Member], types: set[str] | None = None) -> Callable[[Any], bool] | None:
+    def _validator(self, flat: list[Member], types: set[str] | None = None, *,
+                   without_values: bool = False) -> Callable[[Any], bool] | None:
         """A check of values against every member (jsonschema), or None if nothing to check.
 
-        With ``types``, members whose keywords cannot affect values of those types are skipped.
+        With ``types``, members whose keywords cannot affect values of those types are
+        skipped; with ``without_values``, their ``enum``/``const`` are not checked (the
+        caller has intersected them already).
         """
         relevant = set(HANDLED) - {"enum", "const", "type"}
         if types is not None:
@@ -678,8 +740,19 @@ class _Compiler:
                     relevant -= set(kws)
             if not types & {"integer", "number"}:
                 relevant -= set(_NUMBER_KW)
-        interesting = [s for s, _ in flat if any(k in relevant for k in s)]
-        if not interesting:
+        # with ``without_values`` (values for one branch of every anyOf/oneOf in ``flat``,
+        # which is in ``flat`` too): a value of the branch satisfies its anyOf, and its
+        # oneOf when the branches are provably disjoint (no warning), so neither is
+        # checked again: a oneOf of n consts costs n checks, not n²
+        members: list[tuple[dict, frozenset[str]]] = []
+        for s, p in flat:
+            drop: frozenset[str] = frozenset()
+            if without_values:
+                drop = frozenset(k for k in ("enum", "const", "anyOf", "oneOf") if k in s and not (
+                    k == "oneOf" and _ptr(p, "oneOf") in self._one_of_warned))
+            if any(k in relevant and k not in drop for k in s):
+                members.append((s, drop))
+        if not members:
             return None
         try:
             import jsonschema
@@ -692,10 +765,15 @@ class _Compiler:
             self._root_validator = cls(self.root if isinstance(self.root, (dict, bool)) else {})
         try:
             vals = []
-            for s in interesting:
-                v = self._member_validators.get(id(s))
+            for s, drop in members:
+                v = self._member_validators.get((id(s), drop))
                 if v is None:
-                    v = self._member_validators[id(s)] = self._root_validator.evolve(schema=s)
+                    part = s
+                    if drop:
+                        part = {k: x for k, x in s.items() if k not in drop}
+                        self._keep.append(part)
+                    v = self._root_validator.evolve(schema=part)
+                    self._member_validators[(id(s), drop)] = v
                 vals.append(v)
         except Exception:  # noqa: BLE001
             return None
@@ -711,6 +789,28 @@ class _Compiler:
     # ------------------------------------------------------------------ numbers
 
     def _number(self, flat: list[Member], *, integer: bool) -> str | tuple | None:
+        """The number lexeme (a regex, an expr, ``("mod", m)``, or None if empty); with
+        ``bounded_numbers``, digits the schema leaves unbounded are bounded."""
+        self._number_shape = None
+        rx = self._number_exact(flat, integer=integer)
+        if self.number_bounds is None or self._number_shape is None or rx is None:
+            return rx
+        if isinstance(rx, tuple) and rx[0] == "mod":
+            return rx  # multiples read digit by digit: unbounded (see docs/json_schema.md)
+        is_int, lo, hi, frac = self._number_shape
+        if is_int and lo is not None and hi is not None:
+            return rx  # finitely many integers already
+        idig = fdig = 0
+        for b in (lo, hi):
+            if b is not None:
+                i, f = num.digits_of(b[0])
+                idig, fdig = max(idig, i), max(fdig, f + 1)  # one more: a value between
+        cap = self.number_bounds.regex(integer=is_int, integer_digits=idig, fraction_digits=max(fdig, frac))
+        if isinstance(rx, tuple) and rx[0] == "and":
+            return (*rx, cap)
+        return ("and", rx, cap)
+
+    def _number_exact(self, flat: list[Member], *, integer: bool) -> str | tuple | None:
         lo: tuple[Decimal, bool] | None = None  # (bound, strict)
         hi: tuple[Decimal, bool] | None = None
         mults: list[tuple[Fraction, str]] = []
@@ -768,10 +868,13 @@ class _Compiler:
                     step = math.lcm(*(int_mults + [m.numerator for m in frac_mults]))
                     integer = True
                 else:
+                    k = max(num.digits_of(Decimal(m.numerator) / Decimal(m.denominator))[1] for m in frac_mults)
+                    self._number_shape = (False, lo, hi, k)
                     return self._fractional_multiple(frac_mults, mults[0][1], lo, hi)
             else:
                 step = math.lcm(*int_mults)
                 integer = True  # multiples of an integer are integers
+        self._number_shape = (integer, lo, hi, 0)
         if integer:
             ilo = None if lo is None else (math.floor(lo[0]) + 1 if lo[1] else math.ceil(lo[0]))
             ihi = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] else math.floor(hi[0]))
@@ -869,7 +972,7 @@ class _Compiler:
                 if not isinstance(pat, str):
                     raise SchemaError("'pattern' must be a string", q)
                 try:
-                    pieces.append((_search_language(pat), q))
+                    pieces.append((_at(q, _search_language, pat), q))
                 except st.PatternError as exc:
                     self.unsupported("pattern", q, str(exc))
             if "format" in s:
@@ -893,17 +996,18 @@ class _Compiler:
                 if not done and not isinstance(a, str):
                     b = st.with_length(a, lo, hi)
                     if b is not None:
+                        if b is not a:  # the bounds became a repeat count
+                            self._repeat(lo, lo_ptr)
+                            if hi is not None:
+                                self._repeat(hi, hi_ptr)
                         a, done = b, True
                 folded.append((a, q))
             asts = folded
             need_length = not done
         if need_length:
             for bound, q in ((hi, hi_ptr), (lo, lo_ptr)):
-                if bound is not None and bound > self.max_repeat:
-                    raise SchemaError(
-                        f"length bound {bound} is over the limit of {self.max_repeat} "
-                        "(raise max_repeat)", q
-                    )
+                if bound is not None:
+                    self._repeat(bound, q)
             asts.append((st.rep(st.ANY, lo, hi), lo_ptr))
         if not asts:
             return None
@@ -937,6 +1041,7 @@ class _Compiler:
 
     def _array(self, flat: list[Member], depth: int) -> str | None:
         lo, hi = 0, None
+        lo_ptr = hi_ptr = flat[0][1] if flat else "#"
         prefix_lists: list[tuple[list, str, Any, str]] = []  # (prefix, ptr, rest, rest_ptr)
         for s, p in flat:
             for kw in ("minItems", "maxItems"):
@@ -945,9 +1050,10 @@ class _Compiler:
                     if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
                         raise SchemaError(f"'{kw}' must be a non-negative integer", _ptr(p, kw))
                     if kw == "minItems":
-                        lo = max(lo, int(v))
-                    else:
-                        hi = int(v) if hi is None else min(hi, int(v))
+                        if int(v) > lo:
+                            lo, lo_ptr = int(v), _ptr(p, kw)
+                    elif hi is None or int(v) < hi:
+                        hi, hi_ptr = int(v), _ptr(p, kw)
             prefix: list = []
             pre_ptr = p
             rest: Any = True
@@ -992,15 +1098,14 @@ class _Compiler:
             return None
         # states j = items written so far; the last state loops when there is no maxItems
         top = hi if hi is not None else max(k, lo, 1)
-        if top > MAX_ARRAY_STATES:
-            raise SchemaError(
-                f"minItems/maxItems {top} expands past the limit of {MAX_ARRAY_STATES} states",
-                flat[0][1],
-            )
+        self._repeat(top, hi_ptr if hi is not None and top == hi else lo_ptr)
         # contains/minContains: count items written on the "matches contains" path, up to need
         need, contains = self._contains(flat, hi)
         if need and hi is not None and need > hi:
             return None
+        if (top + 1) * (need + 1) * 2 > self.max_rules:
+            raise LimitError("max_rules", (top + 1) * (need + 1) * 2, self.max_rules, hi_ptr if hi is not None else lo_ptr,
+                             detail="an array state per item count (and per contains count)")
 
         def with_contains(j: int) -> str | None:
             if not need:
@@ -1046,16 +1151,16 @@ class _Compiler:
         if "maxContains" in s and (hi is None or s["maxContains"] < hi):
             self.unsupported("maxContains", _ptr(p, "maxContains"),
                              "an upper bound on matching items needs the complement of 'contains'")
-        if need > MAX_ARRAY_STATES:
-            raise SchemaError(f"minContains {need} is over the limit", _ptr(p, "minContains"))
+        self._repeat(need, _ptr(p, "minContains"))
         return need, (s["contains"], _ptr(p, "contains"))
 
     # ------------------------------------------------------------------ objects
 
     def _object(self, flat: list[Member], depth: int, forbidden: set[str] | None = None) -> str | None:
         named: dict[str, list[Member]] = {}
-        required: list[str] = []
+        required: dict[str, None] = {}  # an ordered set: lookups stay O(1) for long lists
         min_p, max_p = 0, None
+        count_ptr = flat[0][1] if flat else "#"
         name_schemas: list[Member] = []
         for s, p in flat:
             props = s.get("properties", {})
@@ -1066,13 +1171,15 @@ class _Compiler:
             for k in s.get("required", []) or []:
                 if not isinstance(k, str):
                     raise SchemaError("'required' must list strings", _ptr(p, "required"))
-                if k not in required:
-                    required.append(k)
-            if "minProperties" in s:
-                min_p = max(min_p, int(s["minProperties"]))
+                required[k] = None
+            if "minProperties" in s and int(s["minProperties"]) > min_p:
+                min_p = int(s["minProperties"])
+                if max_p is None:
+                    count_ptr = _ptr(p, "minProperties")
             if "maxProperties" in s:
                 v = int(s["maxProperties"])
-                max_p = v if max_p is None else min(max_p, v)
+                if max_p is None or v < max_p:
+                    max_p, count_ptr = v, _ptr(p, "maxProperties")
             if "propertyNames" in s:
                 name_schemas.append((s["propertyNames"], _ptr(p, "propertyNames")))
         for k in required:
@@ -1087,6 +1194,8 @@ class _Compiler:
             pp = s.get("patternProperties", {}) or {}
             for pat, sub in pp.items():
                 patterns.append((pat, sub, _ptr(p, "patternProperties", pat), idx))
+        if min_p > 0 or max_p is not None:  # object states count properties up to this
+            self._repeat(max(1, max_p if max_p is not None else min_p), count_ptr)
         for k, conj in named.items():
             conj += self._key_members(flat, patterns, k)
         # property names must satisfy propertyNames
@@ -1109,10 +1218,22 @@ class _Compiler:
                 return None
             if nt is not None:
                 slots.append((k, nt, k in required))
-        extras = self._extra_regions(flat, patterns, list(named) + sorted(forbidden - set(named)),
-                                     name_schemas, depth)
+        # closed: when no member says what other keys may be (additionalProperties), a key
+        # must be named or match a patternProperties pattern
+        closed = self.closed and any("properties" in s or "patternProperties" in s for s, _ in flat) \
+            and not any(k in s for s, _ in flat for k in _OPEN_KW)
+        if closed and not patterns:
+            extras = []
+        else:
+            extras = self._extra_regions(flat, patterns, list(named) + sorted(forbidden - set(named)),
+                                         name_schemas, depth, closed)
         if max_p is not None and min_p > max_p:
             return None
+        if extras and min_p >= 2:
+            # the grammar cannot tell additional keys apart: writing one twice counts twice
+            self.warn(f"minProperties at {count_ptr}: an additional property may repeat a key, "
+                      "and a repeated key counts twice (the grammar may allow an object with "
+                      "fewer distinct keys)")
         present = {k for k, _, _ in slots}
         deps = {a: bs for a, bs in deps.items() if a in present}
         if any(b not in present for bs in deps.values() for b in bs):
@@ -1218,19 +1339,13 @@ class _Compiler:
                     if _json_key(v) == key:
                         return v
         if isinstance(value, dict):
-            order: list[str] = []
+            order: dict[str, None] = {}  # an ordered set
             for s, _ in flat:
-                for k in s.get("properties", {}) or {}:
-                    if k not in order:
-                        order.append(k)
+                order.update((k, None) for k in s.get("properties", {}) or {})
             for s, _ in flat:
-                for k in s.get("required", []) or []:
-                    if k not in order:
-                        order.append(k)
+                order.update((k, None) for k in s.get("required", []) or [])
             for a, bs in _dependencies(flat).items():
-                for k in (a, *bs):
-                    if k not in order:
-                        order.append(k)
+                order.update((k, None) for k in (a, *bs))
             patterns = [(pat, sub, _ptr(p, "patternProperties", pat), idx)
                         for idx, (s, p) in enumerate(flat)
                         for pat, sub in (s.get("patternProperties", {}) or {}).items()]
@@ -1274,7 +1389,7 @@ class _Compiler:
 
     def _pattern_matches(self, pattern: str, key: str, pointer: str) -> bool:
         try:
-            found = _pattern_re(pattern)
+            found = _at(pointer, _pattern_re, pattern)
         except st.PatternError as exc:
             self.unsupported("patternProperties", pointer, str(exc))
             return False
@@ -1297,8 +1412,9 @@ class _Compiler:
         node = term.to_node()
         return lambda k: rx.matches(node, dumps_str(k).encode("utf-8"))
 
-    def _extra_regions(self, flat, patterns, named, name_schemas, depth):  # type: ignore[no-untyped-def]
-        """[(key body, value nonterminal)] for keys outside ``named`` (disjoint regions)."""
+    def _extra_regions(self, flat, patterns, named, name_schemas, depth, closed=False):  # type: ignore[no-untyped-def]
+        """[(key body, value nonterminal)] for keys outside ``named`` (disjoint regions);
+        ``closed``: none for keys that match no pattern."""
         # keys other than the named ones: a small complement the regex layer builds lazily
         # (a spelled-out complement trie grows with every name)
         not_named: Any = (
@@ -1319,12 +1435,12 @@ class _Compiler:
                 # one schema for every pattern, all in one member: two regions, keys
                 # matching some pattern and keys matching none (the members'
                 # additionalProperties, absent meaning any value)
-                pats = "|".join(f"(?:{_pattern_body(pt)})" for pt, *_ in patterns)
+                pats = "|".join(f"(?:{_at(q, _pattern_body, pt)})" for pt, _, q, _ in patterns)
                 pat, sub, q, i = patterns[0]
                 adds = [(idx, (s["additionalProperties"], _ptr(p, "additionalProperties")))
                         for idx, (s, p) in enumerate(flat) if "additionalProperties" in s]
                 regions = [((pats,), [(sub, q), *(m for idx, m in adds if idx != i)]),
-                           ((("not", pats),), [m for _, m in adds])]
+                           ((("not", pats),), [m for _, m in adds])][: 1 if closed else 2]
             else:
                 self.unsupported("patternProperties", patterns[0][2],
                                  "more than 4 patterns with different schemas")
@@ -1337,14 +1453,14 @@ class _Compiler:
             compiled = []
             for pat, _sub, q, _i in patterns:
                 try:
-                    compiled.append(_pattern_body(pat))
+                    compiled.append(_at(q, _pattern_body, pat))
                 except st.PatternError as exc:
                     self.unsupported("patternProperties", q, str(exc))
                     compiled.append(None)
             n = len(patterns)
             for mask in range(1 << n):
                 inside = [j for j in range(n) if mask >> j & 1]
-                if any(compiled[j] is None for j in inside):
+                if any(compiled[j] is None for j in inside) or (closed and not inside):
                     continue
                 conj: list[Member] = []
                 for idx, (s, p) in enumerate(flat):
@@ -1409,8 +1525,7 @@ class _Compiler:
     def _object_schema_order(self, slots, extras, min_p, max_p, depth, deps=None):  # type: ignore[no-untyped-def]
         counting = min_p > 0 or max_p is not None
         cap = max(1, max_p if max_p is not None else min_p) if counting else 1
-        if cap > self.max_repeat:
-            raise SchemaError(f"min/maxProperties {cap} is over the limit of {self.max_repeat}", "#")
+        self._repeat(cap, self.path[-1] if self.path else "#")
         n = len(slots)
         names: dict[tuple[int, int, int], str] = {}
         # dependentRequired: the state remembers which participating names were written
@@ -1420,7 +1535,9 @@ class _Compiler:
         def consistent(seen: int) -> bool:
             return all(not seen & bit[a] or all(seen & bit[b] for b in bs) for a, bs in (deps or {}).items())
 
-        def S(i: int, c: int, seen: int = 0) -> str:  # noqa: N802 - rule family named as in the docs
+        def S(i: int, c: int, seen: int = 0) -> Generator[tuple[int, int, int], str, str]:  # noqa: N802 - rule family named as in the docs
+            """The state after slot ``i`` with ``c`` properties written; a generator run by
+            ``_trampoline`` (it yields the state it needs and receives its name)."""
             key = (i, c, seen)
             if key in names:
                 return names[key]
@@ -1430,10 +1547,12 @@ class _Compiler:
             if i < n:
                 k, nt, req = slots[i]
                 if not req:
-                    self.rule(name, NT(S(i + 1, c, seen)))
+                    child = yield (i + 1, c, seen)
+                    self.rule(name, NT(child))
                 if can_add:
-                    self.rule(name, self.term(self.layout.key_literal(depth, c == 0, k), "key"),
-                              NT(nt), NT(S(i + 1, inc, seen | bit.get(k, 0))))
+                    t = self.term(self.layout.key_literal(depth, c == 0, k), "key")
+                    child = yield (i + 1, inc, seen | bit.get(k, 0))
+                    self.rule(name, t, NT(nt), NT(child))
             elif not consistent(seen):
                 pass  # a dependency is missing: no rule, so the state is pruned as unproductive
             else:
@@ -1441,13 +1560,15 @@ class _Compiler:
                     self.rule(name, self.term(self.layout.close_object(depth, c == 0)))
                 if can_add:
                     for body, nt in extras:
-                        self.rule(name, self._key_term(depth, c == 0, body), NT(nt), NT(S(n, inc, seen)))
+                        t = self._key_term(depth, c == 0, body)
+                        child = yield (n, inc, seen)
+                        self.rule(name, t, NT(nt), NT(child))
             return name
 
         # required properties beyond max_p make the object impossible
         if max_p is not None and sum(1 for s in slots if s[2]) > max_p:
             return None
-        return S(0, 0)
+        return _trampoline(S, (0, 0, 0))
 
     def _object_any_order(self, slots, extras, min_p, max_p, depth, deps=None, tracked=None):  # type: ignore[no-untyped-def]
         """Named properties in any order, each at most once; extras anywhere.
@@ -1472,7 +1593,9 @@ class _Compiler:
         order = [(i, k, used_bit) for i, (k, _, _) in enumerate(slots)
                  for used_bit in [0 if tracked is not None and i not in tracked else 1 << i]]
 
-        def S(used: int, c: int) -> NT:  # noqa: N802
+        def S(used: int, c: int) -> Generator[tuple[int, int], NT, NT]:  # noqa: N802
+            """The state with the slots ``used`` written, ``c`` properties in all; a
+            generator run by ``_trampoline`` (it yields the state it needs)."""
             key = (used, c)
             found = names.get(key)
             if found is not None:
@@ -1496,17 +1619,49 @@ class _Compiler:
                     t = kts[i]
                     if t is None:
                         t = kts[i] = self.term(self.layout.key_literal(depth, first, k), "key")
-                    rules.append(Rule(name, (t, slot_nts[i], S(used | bit, inc))))
+                    child = yield (used | bit, inc)
+                    rules.append(Rule(name, (t, slot_nts[i], child)))
                 for j, (body, _) in enumerate(extras):
                     t = extra_terms.get((j, first))
                     if t is None:
                         t = extra_terms[(j, first)] = self._key_term(depth, first, body)
-                    rules.append(Rule(name, (t, extra_nts[j], S(used, inc))))
+                    child = yield (used, inc)
+                    rules.append(Rule(name, (t, extra_nts[j], child)))
             if len(rules) > self.max_rules:
                 self._too_many_rules()
             return ref
 
-        return S(0, 0).name
+        return _trampoline(S, (0, 0)).name
+
+
+def _trampoline(fn: Callable[..., Generator], args: tuple) -> Any:  # type: ignore[type-arg]
+    """``fn(*args)`` for a recursive generator function, without Python recursion: a call
+    ``child = yield child_args`` stands for ``child = fn(*child_args)``, and the
+    generator's return value is the result. Calls run in the order recursion would."""
+    stack = [fn(*args)]
+    value: Any = None
+    steps = 0
+    while stack:
+        try:
+            request = stack[-1].send(value)
+        except StopIteration as stop:
+            stack.pop()
+            value = stop.value
+            continue
+        steps += 1
+        if not steps & 1023:
+            check_deadline()
+        stack.append(fn(*request))
+        value = None
+    return value
+
+
+def _at(pointer: str, fn: Callable[[str], Any], pattern: str) -> Any:
+    """``fn(pattern)``, a LimitError naming ``pointer`` beside the offset in the pattern."""
+    try:
+        return fn(pattern)
+    except LimitError as exc:
+        raise LimitError(exc.limit, exc.value, exc.maximum, f"{pointer} ({exc.place})") from None
 
 
 @functools.cache
@@ -1541,7 +1696,7 @@ def _key_body(key: str) -> str:
 
 def _dependencies(flat: list[Member]) -> dict[str, list[str]]:
     """``dependentRequired`` and draft-07 array ``dependencies``: name → names it needs."""
-    out: dict[str, list[str]] = {}
+    out: dict[str, dict[str, None]] = {}
     for s, p in flat:
         for kw in ("dependentRequired", "dependencies"):
             v = s.get(kw)
@@ -1551,9 +1706,9 @@ def _dependencies(flat: list[Member]) -> dict[str, list[str]]:
                 if isinstance(bs, list):
                     if not all(isinstance(b, str) for b in bs):
                         raise SchemaError(f"'{kw}' must list property names", _ptr(p, kw, a))
-                    out.setdefault(a, [])
-                    out[a] += [b for b in bs if b not in out[a] and b != a]
-    return out
+                    names = out.setdefault(a, {})
+                    names.update((b, None) for b in bs if b != a)
+    return {a: list(names) for a, names in out.items()}
 
 
 def _values_of(s: dict) -> list:
@@ -1582,17 +1737,15 @@ def _type_set(t: Any, pointer: str) -> set[str]:
 
 
 def _disjoint(a: dict, b: dict) -> bool:
+    """Whether no value satisfies both summaries (``_summary``), as far as they show."""
     if not (a["types"] & b["types"]):
         return True
-    if a["values"] is not None and b["values"] is not None:
-        if not ({_json_key(v) for v in a["values"]} & {_json_key(v) for v in b["values"]}):
-            return True
-    if a["values"] is not None and b["values"] is None:
-        if not any(_type_of(v) in b["types"] for v in a["values"]):
-            return True
-    if b["values"] is not None and a["values"] is None:
-        if not any(_type_of(v) in a["types"] for v in b["values"]):
-            return True
+    if a["keys"] is not None and b["keys"] is not None and not (a["keys"] & b["keys"]):
+        return True
+    if a["keys"] is not None and b["keys"] is None and not (a["vtypes"] & b["types"]):
+        return True
+    if b["keys"] is not None and a["keys"] is None and not (b["vtypes"] & a["types"]):
+        return True
     if a["types"] <= {"object"} or b["types"] <= {"object"}:
         for k, ka in a["consts"].items():
             kb = b["consts"].get(k)
@@ -1601,7 +1754,74 @@ def _disjoint(a: dict, b: dict) -> bool:
     return False
 
 
-MAX_ARRAY_STATES = 10_000
+def _first_overlap(infos: list[dict | None], pointer: str) -> tuple[int, int] | None:
+    """The first pair (i < j, in order) of summaries not provably disjoint, or None.
+
+    Pairs are drawn from *candidates*: two branches with enum/const values that share no
+    value, or two objects whose discriminating const differs, are disjoint without a
+    look, so a ``oneOf`` of 10,000 consts costs linear time, not 50 million checks.
+    """
+    idx = [i for i, x in enumerate(infos) if x is not None]
+    if len(idx) <= 64:
+        candidates: Any = ((i, j) for n, i in enumerate(idx) for j in idx[n + 1:])
+    else:
+        candidates = _candidate_pairs(infos, idx)
+        if candidates is None:
+            candidates = ((i, j) for n, i in enumerate(idx) for j in idx[n + 1:])
+    for step, (i, j) in enumerate(candidates):
+        if not step & 1023:
+            check_deadline(pointer)
+        if not _disjoint(infos[i], infos[j]):  # type: ignore[arg-type]
+            return i, j
+    return None
+
+
+_MAX_CANDIDATES = 200_000
+
+
+def _candidate_pairs(infos: list, idx: list[int]) -> list[tuple[int, int]] | None:
+    """Sorted pairs that may overlap (every other pair is disjoint), or None when there
+    would be too many to list (the caller then walks every pair)."""
+    pairs: set[tuple[int, int]] = set()
+
+    def add_all(group: list[int]) -> bool:
+        if len(pairs) + len(group) * (len(group) - 1) // 2 > _MAX_CANDIDATES:
+            return False
+        pairs.update((a, b) for n, a in enumerate(group) for b in group[n + 1:])
+        return True
+
+    with_values = [i for i in idx if infos[i]["keys"] is not None]
+    others = [i for i in idx if infos[i]["keys"] is None]
+    by_value: dict[str, list[int]] = {}
+    for i in with_values:
+        for k in infos[i]["keys"]:
+            by_value.setdefault(k, []).append(i)
+    for group in by_value.values():  # two value sets meet only in a shared value
+        if len(group) > 1 and not add_all(group):
+            return None
+    if len(with_values) * len(others) > _MAX_CANDIDATES:
+        return None
+    for b in others:
+        for a in with_values:
+            if infos[a]["vtypes"] & infos[b]["types"]:
+                pairs.add((min(a, b), max(a, b)))
+    if len(others) > 256:  # a discriminated union: one required name, a const per branch
+        common = set.intersection(*(set(infos[i]["consts"]) for i in others))
+        if not common or not all(infos[i]["types"] <= {"object"} for i in others):
+            return None
+        k = min(common)
+        by_const: dict[str, list[int]] = {}
+        for i in others:
+            for v in infos[i]["consts"][k]:
+                by_const.setdefault(v, []).append(i)
+        for group in by_const.values():
+            if len(group) > 1 and not add_all(group):
+                return None
+    elif not add_all(others):
+        return None
+    return sorted(pairs)
+
+
 MAX_MODULUS = 1000  # largest multipleOf read digit by digit
 ANY_BODY = st.render(st.Rep(st.ANY, 0, None))
 # unconstrained strings accept every JSON escape (\\/ and \\uXXXX too)
@@ -1617,11 +1837,14 @@ def compile_json_schema(
     property_order: PropertyOrder = "schema",
     lenient: bool = False,
     draft: Draft | None = None,
-    max_repeat: int = 100_000,
-    max_rules: int = 200_000,
+    max_repeat: int | None = None,
+    max_rules: int | None = None,
     max_depth: int = 24,
     max_expansion: int = 10_000,
     resolve_remote: Callable[[str], Any] | None = None,
+    closed: bool = False,
+    bounded_numbers: bool | num.NumberBounds = False,
+    whitespace_pattern: str | None = None,
 ) -> Grammar:
     """Compile a JSON Schema into a Grammar whose language is the valid JSON documents.
 
@@ -1634,48 +1857,119 @@ def compile_json_schema(
     or in any order (``"any"``), strings in canonical escaping, numbers as
     ``dumps`` writes them. See docs/json_schema.md.
 
+    The schema is hostile until checked: its shape is checked first (``check.py``), and
+    the compile is bounded by the active ``tether.limits.Limits`` (``compile_seconds``,
+    ``max_nesting``, ``max_json_depth``, ``max_alternatives``, ``max_text_chars``, and
+    ``max_repeat``/``max_rules`` unless given here).
+
     Args:
-        schema: the schema (a dict or a boolean), as ``json.loads`` returns it.
+        schema: the schema (a dict or a boolean), as ``json.loads`` returns it, or its
+            JSON text.
         lenient: ignore what cannot be enforced, recording it in ``Grammar.warnings``.
         draft: override the draft (default: from ``$schema``, else 2020-12).
-        max_repeat: largest ``maxLength``/``maxItems``/``maxProperties`` expanded.
-        max_rules: largest grammar, in rules.
+        max_repeat: largest ``minLength``/``maxLength``/``minItems``/``maxItems``/
+            ``minContains``/``maxProperties`` expanded (default ``Limits.max_repeat``).
+        max_rules: largest grammar, in rules (default ``Limits.max_rules``).
         max_depth: deepest nesting generated with ``whitespace="pretty"``.
         max_expansion: most schemas a ``$ref``/``allOf`` chain may pull into one place.
         resolve_remote: loads the document of a ``$ref`` outside this schema (URI → schema).
+        closed: an object schema that declares ``properties`` or ``patternProperties``
+            but says nothing of other keys (no ``additionalProperties`` or
+            ``unevaluatedProperties`` in any member of its ``allOf``/``$ref`` conjunction)
+            admits only the names it declares (with its ``required`` names) and the keys
+            its patterns match, as OpenAI's strict structured outputs do: a missing
+            ``additionalProperties`` reads as ``false`` for the conjunction as a whole.
+            ``{"type": "object"}`` alone stays free-form. Off: the specification's open
+            objects.
+        bounded_numbers: ``True`` (``NumberBounds()``: 19 integer digits, 17 fraction
+            digits, 3 exponent digits) or a ``NumberBounds``: numbers get at most that
+            many digits where the schema does not bound them; the schema's own bounds win.
+        whitespace_pattern: the flexible layout with this regex as the whitespace of
+            every gap around ``{ } [ ] , :`` (it must match only JSON whitespace).
 
     Raises:
         UnsupportedSchemaError: a keyword that cannot be enforced (names keyword and pointer).
-        SchemaError: an invalid schema, or one that expands past a limit (names the pointer).
+        SchemaError: an invalid schema, or one no value satisfies (names the pointer).
+        LimitError: the schema, or the grammar it needs, exceeds a limit (names the limit
+            and the pointer).
 
-    Cost: linear in the schema size for typical schemas; bounded by ``max_rules``.
+    Cost: linear in the schema size for typical schemas; bounded by ``max_rules`` and
+    ``Limits.compile_seconds``.
     """
     if whitespace not in ("compact", "pretty", "flexible"):
         raise ValueError(f"whitespace must be 'compact', 'pretty' or 'flexible'; got {whitespace!r}")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be 'schema' or 'any'; got {property_order!r}")
-    if isinstance(schema, str):
-        schema = json.loads(schema)
-    c = _Compiler(
-        schema,
-        layout=Layout(whitespace, indent, max_whitespace),
-        property_order=property_order,
-        lenient=lenient,
-        draft=draft,
-        max_repeat=max_repeat,
-        max_rules=max_rules,
-        max_depth=max_depth,
-        max_expansion=max_expansion,
-        resolve_remote=resolve_remote,
-    )
-    start = c.node([(schema, "#")], 0)
-    if start is None:
-        raise SchemaError("the schema allows no value", "#")
-    c.rule("root", NT(start))
-    _prune(c.g)
+    if not isinstance(closed, bool):
+        raise ValueError(f"closed must be True or False; got {closed!r}")
+    bounds = num.NumberBounds() if bounded_numbers is True else bounded_numbers or None
+    if bounds is not None and not isinstance(bounds, num.NumberBounds):
+        raise ValueError(f"bounded_numbers must be a bool or a NumberBounds; got {bounded_numbers!r}")
+    if whitespace_pattern is not None:
+        if whitespace == "pretty":
+            raise ValueError("whitespace_pattern needs whitespace='flexible' (or the default)")
+        whitespace = "flexible"
+        _check_whitespace_pattern(whitespace_pattern)
+    lim = current()
+    if isinstance(schema, (str, bytes, bytearray)):
+        schema = _load_text(schema, lim)
+    c: _Compiler | None = None
+    try:
+        with deadline("JSON Schema compile"):
+            c = _Compiler(
+                schema,
+                layout=Layout(whitespace, indent, max_whitespace, whitespace_pattern),
+                property_order=property_order,
+                lenient=lenient,
+                draft=draft,
+                max_repeat=lim.max_repeat if max_repeat is None else max_repeat,
+                max_rules=lim.max_rules if max_rules is None else max_rules,
+                max_depth=max_depth,
+                max_expansion=max_expansion,
+                resolve_remote=resolve_remote,
+                limits=lim,
+                closed=closed,
+                number_bounds=bounds,
+            )
+            start = c.node([(schema, "#")], 0)
+            if start is None:
+                raise SchemaError("the schema allows no value: its constraints contradict each other", "#")
+            c.rule("root", NT(start))
+            _prune(c.g)
+    except RecursionError:
+        # a backstop: nesting is bounded by Limits.max_nesting, which the Python stack
+        # holds at its default; a raised limit may not fit
+        place = c.path[-1] if c is not None and c.path else "#"
+        raise LimitError("max_nesting", "deeper than the Python stack holds", lim.max_nesting, place,
+                         detail="lower Limits.max_nesting, or simplify the schema") from None
     if not any(r.lhs == "root" for r in c.g.rules):
         raise SchemaError("the schema allows no finite value", "#")
     return c.g
+
+
+def _check_whitespace_pattern(pattern: str) -> None:
+    """ValueError unless ``pattern`` is a regex matching only JSON whitespace."""
+    if not isinstance(pattern, str):
+        raise ValueError(f"whitespace_pattern must be a regex string; got {limited(pattern)}")
+    from tether import regex as rx
+
+    node = Terminal("ws", expr=("and", pattern, ("not", "[ \t\n\r]*"))).to_node()  # RegexError
+    if not rx.is_empty(node):
+        raise ValueError(f"whitespace_pattern {limited(pattern)} matches more than JSON whitespace "
+                         "(space, tab, newline, carriage return)")
+
+
+def _load_text(text: str | bytes | bytearray, lim: Limits) -> Any:
+    """The schema in JSON ``text``; SchemaError/LimitError for what is not JSON."""
+    if len(text) > lim.max_text_chars:
+        raise LimitError("max_text_chars", len(text), lim.max_text_chars, "the schema text")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise LimitError("max_json_depth", "deeper than the Python stack holds", lim.max_json_depth,
+                         "the schema text") from None
+    except (ValueError, UnicodeError) as exc:  # JSONDecodeError, over-long integer literals
+        raise SchemaError(f"the schema is not JSON text: {exc}", "#") from None
 
 
 def dumps_for(
@@ -1695,12 +1989,12 @@ def dumps_for(
     that valid values are accepted.
     """
     if property_order == "schema":
-        c = _Compiler(schema, layout=Layout(whitespace, indent), property_order=property_order,
-                      lenient=True, draft=draft, max_repeat=0, max_rules=0, max_depth=0,
-                      max_expansion=10_000, resolve_remote=None)
         try:
+            c = _Compiler(schema, layout=Layout(whitespace, indent), property_order=property_order,
+                          lenient=True, draft=draft, max_repeat=0, max_rules=0, max_depth=0,
+                          max_expansion=10_000, resolve_remote=None)
             value = c.reorder([(schema, "#")], value)
-        except (SchemaError, RecursionError):
+        except (SchemaError, LimitError, RecursionError):
             pass
     return Layout(whitespace, indent).dumps(value)
 

@@ -6,7 +6,8 @@ Three layouts, each a function of the nesting depth:
 * ``pretty``: ``json.dumps(value, indent=indent)`` (newline + indent after ``{``/``[``/``,``,
   ``": "`` between key and value);
 * ``flexible``: any of ``" \\t\\n\\r"``, at most ``max_whitespace`` characters, around every
-  ``{ } [ ] , :`` (bounded, so a model cannot loop on whitespace).
+  ``{ } [ ] , :`` (bounded, so a model cannot loop on whitespace); with ``pattern``, the
+  whitespace of every such gap is what that regex matches instead.
 
 Punctuation is fused with its whitespace and, for objects, with the key into one lexeme:
 ``{"name":``, ``,"age":``, ``}`` (compact). ``dumps`` writes a value in the same policy,
@@ -34,12 +35,15 @@ class Layout:
     whitespace: Whitespace = "compact"
     indent: int = 2
     max_whitespace: int = 16
+    pattern: str | None = None  # flexible: the whitespace regex of one gap
 
     @property
     def depth_matters(self) -> bool:
         return self.whitespace == "pretty"
 
     def _ws(self) -> str:
+        if self.pattern is not None:
+            return f"(?:{self.pattern})"
         return f"[ \\t\\n\\r]{{0,{self.max_whitespace}}}"
 
     # -- objects (depth = depth of the object itself)

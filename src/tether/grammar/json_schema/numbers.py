@@ -11,6 +11,7 @@ Unbounded numbers keep the full JSON syntax, exponent included (``INTEGER``, ``N
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 
 INTEGER = r"-?(?:0|[1-9][0-9]*)"
@@ -240,3 +241,52 @@ def multiples_regex(m: int, lo: int | None, hi: int | None, *, limit: int = 2000
     tails = [str(v).zfill(k) for v in range(0, 10**k, m)]
     long = f"[1-9][0-9]*(?:{'|'.join(tails)})"
     return "(?:0|-?" + (_alts(*nonzero_small, long) or NEVER) + ")"
+
+
+# --------------------------------------------------------------------------- digit bounds
+
+
+@dataclass(frozen=True)
+class NumberBounds:
+    """Default bounds on the digits of numbers whose schema leaves them unbounded.
+
+    JSON Schema puts no bound on the size of a number, so a grammar that follows it lets
+    a model write digits forever. ``compile_json_schema(..., bounded_numbers=True)`` uses
+    these defaults (``NumberBounds(...)`` chooses others): at most ``integer_digits``
+    digits before the point (19: every int64), ``fraction_digits`` after it (17: every
+    double round-trips) and ``exponent_digits`` in an exponent (3: up to e±999). A
+    schema's own bounds always win: a ``maximum`` of 10**30 allows 31 digits, a
+    ``multipleOf`` of 10**-20 allows 20 fraction digits.
+    """
+
+    integer_digits: int = 19
+    fraction_digits: int = 17
+    exponent_digits: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("integer_digits", "fraction_digits", "exponent_digits"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 10_000:
+                raise ValueError(f"NumberBounds.{name} must be an integer from 1 to 10000, got {v!r}")
+
+    def regex(self, *, integer: bool, integer_digits: int = 0, fraction_digits: int = 0) -> str:
+        """Numbers of at most ``max(self.integer_digits, integer_digits)`` integer digits
+        (and, unless ``integer``, at most ``max(self.fraction_digits, fraction_digits)``
+        fraction digits and ``exponent_digits`` exponent digits)."""
+        i = max(self.integer_digits, integer_digits)
+        out = f"-?(?:0|[1-9][0-9]{{0,{i - 1}}})" if i > 1 else "-?[0-9]"
+        if not integer:
+            f = max(self.fraction_digits, fraction_digits)
+            out += f"(?:\\.[0-9]{{1,{f}}})?(?:[eE][+-]?[0-9]{{1,{self.exponent_digits}}})?"
+        return out
+
+
+def digits_of(d: Decimal) -> tuple[int, int]:
+    """(integer digits, fraction digits) of ``d`` written positionally, without a sign."""
+    d = abs(d).normalize()
+    sign, digits, exp = d.as_tuple()
+    assert isinstance(exp, int)
+    n = len(digits)
+    if exp >= 0:
+        return n + exp, 0
+    return max(n + exp, 1), -exp

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tether.errors import UnsupportedSchemaError
+from tether.errors import LimitError, UnsupportedSchemaError
+from tether.limits import current
 from tether.regex import charset
 
 MAX_CP = 0x10FFFF
@@ -100,13 +101,11 @@ def seq(*items: Node) -> Node:
 
 
 def alt(*items: Node) -> Node:
-    flat: list[Node] = []
+    flat: dict[Node, None] = {}  # an ordered set: linear in the number of alternatives
     for it in items:
-        parts = it.items if isinstance(it, Alt) else (it,)
-        for p in parts:
-            if p not in flat:
-                flat.append(p)
-    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+        for p in it.items if isinstance(it, Alt) else (it,):
+            flat[p] = None
+    return next(iter(flat)) if len(flat) == 1 else Alt(tuple(flat))
 
 
 def rep(item: Node, lo: int, hi: int | None) -> Node:
@@ -147,8 +146,17 @@ class PatternError(ValueError):
 
 
 class _Parser:
+    """Recursive descent over the pattern; groups and stacked quantifiers nest at most
+    ``Limits.max_nesting`` deep (LimitError naming the offset), so the recursion here and
+    in the tree functions below stays bounded."""
+
     def __init__(self, pattern: str) -> None:
         self.p, self.i = pattern, 0
+        self.depth, self.max_depth = 0, current().max_nesting
+
+    def nest(self, extra: int = 1) -> None:
+        if self.depth + extra > self.max_depth:
+            raise LimitError("max_nesting", self.depth + extra, self.max_depth, f"offset {self.i} in pattern")
 
     def error(self, what: str) -> PatternError:
         return PatternError(f"{what} at offset {self.i} in pattern {self.p!r}")
@@ -184,6 +192,7 @@ class _Parser:
 
     def quantified(self) -> Node:
         atom = self.atom()
+        stacked = 0
         while True:
             c = self.peek()
             if c in ("*", "+", "?"):
@@ -197,6 +206,8 @@ class _Parser:
                 raise self.error("quantified anchor")
             if self.peek() == "?":  # lazy: same language
                 self.i += 1
+            stacked += 1
+            self.nest(stacked)
             atom = Rep(atom, lo, hi)
 
     def _brace_ahead(self) -> bool:
@@ -210,12 +221,21 @@ class _Parser:
         body = self.p[self.i + 1 : j]
         self.i = j + 1
         if "," not in body:
+            self.count(int(body))
             return int(body), int(body)
         a, b = body.split(",")
         lo, hi = int(a), (int(b) if b else None)
         if hi is not None and hi < lo:
             raise self.error("numbers out of order in {} quantifier")
+        self.count(lo)
+        if hi is not None:
+            self.count(hi)
         return lo, hi
+
+    def count(self, n: int) -> None:
+        limit = current().max_repeat
+        if n > limit:
+            raise LimitError("max_repeat", n, limit, f"offset {self.i} in pattern")
 
     def atom(self) -> Node:
         c = self.take()
@@ -229,7 +249,10 @@ class _Parser:
                 self.i = j + 1
             elif self.peek() == "?":
                 raise self.error("lookaround assertion (not regular)")
+            self.nest()
+            self.depth += 1
             node = self.alternation()
+            self.depth -= 1
             if self.take() != ")":
                 raise self.error("missing ')'")
             return node
