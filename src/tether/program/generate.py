@@ -44,7 +44,13 @@ from tether.limits import limits as limits_in_force
 from tether.models.base import Costs
 from tether.program.arguments import check_limits_arg, check_options, check_prompt
 from tether.program.chat import render_chat, tokenize_rendered
-from tether.program.outputs import OutputSpec, output_spec
+from tether.program.outputs import (
+    OutputOptions,
+    OutputSpec,
+    check_output_options,
+    output_spec,
+    triggered_spec,
+)
 
 
 @dataclass
@@ -237,6 +243,10 @@ def generate(
     healing: bool | int = True,
     fast_forward: bool = True,
     close_on_budget: bool = True,
+    strict: bool = True,
+    whitespace: Any = "compact",
+    number_bounds: Any = None,
+    after: Any = None,
     stream: bool = False,
     selective: bool = True,
     chat_template: str | None = None,
@@ -259,6 +269,26 @@ def generate(
         close_on_budget: when ``max_tokens`` would cut a structured output, close it
             validly with the constraint's shortest completion (on by default; free text
             is never closed). ``False``: a cut output has ``valid=False``, value None.
+        strict: schema outputs (JSON Schema dicts, Pydantic models, Python types) are
+            compiled for generation (default True): closed objects (only the declared
+            properties, each at most once, unless the schema says ``additionalProperties``
+            or the Pydantic model has ``extra="allow"``) and bounded numbers (at most 19
+            integer digits, 17 fraction digits and 3 exponent digits where the schema sets
+            no bound; the schema's own bounds win). ``False``: the specification's
+            language (open objects, numbers of any length).
+        whitespace: JSON layout of schema outputs: ``"compact"`` (default, no
+            whitespace), ``"flexible"`` (up to 16 whitespace characters around every
+            ``{ } [ ] , :``), ``"pretty"`` (indent 2) or ``regex("...")`` (that JSON
+            whitespace pattern in every gap).
+        number_bounds: a ``tether.grammar.json_schema.NumberBounds`` for other digit
+            bounds (applied with ``strict=False`` too).
+        after: a triggered region: free text until a trigger string appears, then the
+            constrained ``output`` (``after="</think>"``). A list of triggers shares
+            ``output``; a dict ``{trigger: output}`` gives each its own (``output`` must be
+            None): the first trigger to appear picks the output. ``Generation.text``
+            holds all of it (free text, trigger, constrained part); ``value`` is the
+            constrained part parsed. Budget closing keeps room for the trigger and the
+            constrained part.
         stream: return a `Stream` of text chunks (one prompt, one output).
         selective: let a backend with selective logits compute allowed rows only.
         chat_template: a Jinja chat template for messages (default: the model's own).
@@ -279,16 +309,17 @@ def generate(
     """
     active = check_limits_arg(limits)
     with limits_in_force(active) if active is not None else nullcontext():
+        oopts = check_output_options(strict, whitespace, number_bounds)
         return _generate(model, prompt, output, decoder=decoder, max_tokens=max_tokens, temperature=temperature,
                          top_k=top_k, top_p=top_p, min_p=min_p, seed=seed, n=n, stop=stop, healing=healing,
                          fast_forward=fast_forward, close_on_budget=close_on_budget, stream=stream,
-                         selective=selective, chat_template=chat_template, active=active)
+                         selective=selective, chat_template=chat_template, active=active, oopts=oopts, after=after)
 
 
 def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens: Any, temperature: Any,
               top_k: Any, top_p: Any, min_p: Any, seed: Any, n: Any, stop: Any, healing: Any,
               fast_forward: Any, close_on_budget: Any, stream: Any, selective: Any, chat_template: Any,
-              active: Limits | None) -> Any:
+              active: Limits | None, oopts: OutputOptions, after: Any) -> Any:
     opts = check_options(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                          min_p=min_p, seed=seed, n=n, stop=stop, healing=healing, fast_forward=fast_forward,
                          close_on_budget=close_on_budget, stream=stream, selective=selective,
@@ -296,7 +327,7 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
     batch, prompts = check_prompt(prompt)
     dec = resolve_decoder(decoder, n=opts.n, temperature=temperature, top_k=top_k, top_p=top_p,
                           min_p=min_p, seed=seed)
-    spec = output_spec(output)
+    spec = output_spec(output, oopts) if after is None else triggered_spec(after, output, oopts)
     if isinstance(model, str) or model is None:
         from tether.models import load_model
 
@@ -308,8 +339,11 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
     if getattr(model, "black_box", False):
         from tether.program.remote import generate_remote
 
+        if after is not None:
+            raise ArgumentError("after", after, "None for a black-box (HTTP) model: the server cannot enforce a "
+                                "triggered region")
         return generate_remote(model, prompt, output, decoder=dec, max_tokens=opts.max_tokens, stop=stops,
-                               n=opts.n, stream=opts.stream)
+                               n=opts.n, stream=opts.stream, options=oopts)
     cc = compile_output(model, spec)
     options = dict(max_tokens=opts.max_tokens, stop=stops, fast_forward=opts.fast_forward,
                    close_on_budget=opts.close_on_budget, selective=opts.selective)
