@@ -30,7 +30,7 @@ from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 from tether.models.base import Costs
 from tether.program.arguments import check_limits_arg, check_stop
-from tether.program.generate import compile_output, prepare_prompt, to_generation
+from tether.program.generate import compile_output, prepare_prompt, region_options, to_generation
 from tether.program.outputs import (
     DEFAULT_OPTIONS,
     OutputOptions,
@@ -226,7 +226,7 @@ class Program(Piece):
             stop = list(piece.stop) if isinstance(piece, Gen) else []
             [d] = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal,
                          max_tokens=max_tokens, stop=stop, fast_forward=fast_forward,
-                         close_on_budget=piece.close_on_budget)
+                         close_on_budget=piece.close_on_budget, **region_options(spec, max_tokens))
             g = to_generation(model, d, spec, Costs(), pp.text)
             text += g.text
             if piece.name is not None:

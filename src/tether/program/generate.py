@@ -167,6 +167,15 @@ def compile_output(model: Any, spec: OutputSpec) -> Any | None:
         return compile_constraint(spec.grammar, model.vocabulary, tokenize=canonical_tokenizer(model))
 
 
+def region_options(spec: OutputSpec, max_tokens: int) -> dict[str, Any]:
+    """Budget closing of a triggered output's free region: the triggers, and the tokens
+    kept for the constrained part (a quarter of the budget, 8 to 64 tokens, at most half).
+    Beam search closes whole outputs (it takes no region options)."""
+    if spec.kind != "triggered":
+        return {}
+    return {"close_at": list(spec.extra["after"]), "reserve": min(max(8, max_tokens // 4), 64, max_tokens // 2)}
+
+
 @dataclass
 class PreparedPrompt:
     text: str
@@ -346,7 +355,7 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
                                n=opts.n, stream=opts.stream, options=oopts)
     cc = compile_output(model, spec)
     options = dict(max_tokens=opts.max_tokens, stop=stops, fast_forward=opts.fast_forward,
-                   close_on_budget=opts.close_on_budget, selective=opts.selective)
+                   close_on_budget=opts.close_on_budget, selective=opts.selective, **region_options(spec, opts.max_tokens))
     healing = opts.healing
     if opts.stream:
         pp = prepare_prompt(model, prompts[0], healing=healing, chat_template=chat_template)
@@ -355,7 +364,8 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
     for p in prompts:
         pp = prepare_prompt(model, p, healing=healing, chat_template=chat_template)
         before = model.costs.snapshot()
-        ds = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal, **options)
+        kw = {k: v for k, v in options.items() if k not in ("close_at", "reserve")} if isinstance(dec, Beam) else options
+        ds = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal, **kw)
         costs = model.costs.snapshot() - before
         gens = [to_generation(model, d, spec, costs, pp.text) for d in ds]
         single = isinstance(dec, Argmax | BestOf) or getattr(dec, "n", 1) == 1
