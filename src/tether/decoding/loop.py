@@ -19,6 +19,13 @@ the budget check keeps ``reserve`` more tokens, and closing appends the shortest
 completion only up to the end of the trigger; the model then writes the constrained part
 in the tokens kept for it (closed again, fully, if it would not fit).
 
+``stop_outside=True`` (the default): where the output is complete (EOS allowed) under a
+constraint, the model's probability of every token the constraint forbids counts toward
+EOS, because a model that wants to leave the language there means that the value has
+ended (a number followed by a newline or a word). So ``int`` after ``"A:"`` ends after
+the digits the model means instead of running to its digit bound. The mask is unchanged;
+only the choice among allowed tokens is (full logits are fetched on such steps).
+
 Decode time never raises for constraint reasons: a sequence that cannot continue ends
 with ``finish_reason="error"`` and the matcher's message in ``error``.
 
@@ -45,6 +52,7 @@ from tether.decoding.decoders import (
     BestOf,
     Decoder,
     Sample,
+    check_bool,
     check_int,
     check_limits,
 )
@@ -228,6 +236,7 @@ def _step(
     selective: bool,
     close_at: Sequence[bytes] = (),
     reserve: int = 0,
+    stop_outside: bool = False,
 ) -> None:
     vocab = model.vocabulary
     # 1. forced tokens, no model call
@@ -258,7 +267,18 @@ def _step(
     pairs = [(b, ids) for b, ids in zip(live, ids_list, strict=True) if b.finish is None]
     if not pairs:
         return
+    ending: dict[int, Any] = {}
+    if stop_outside:  # complete outputs: full logits, to count what leaves the language as EOS
+        for i, (b, ids) in enumerate(pairs):
+            if ids is not None and b.guide.matcher is not None and _eos_position(vocab, ids) >= 0:
+                ending[id(b)] = ids
+                pairs[i] = (b, None)
     pairs, vals = scores_or_length(model, pairs, selective=selective)
+    if ending:
+        for i, (b, ids) in enumerate(pairs):
+            if id(b) in ending:
+                pairs[i] = (b, ending[id(b)])
+                vals[i] = end_with_outside(vocab, vals[i], ending[id(b)])
     # 4. choice
     for (b, ids), v in zip(pairs, vals, strict=True):
         k = argmax(v) if sampler is None else sample(v, sampler, b.rng)  # type: ignore[arg-type]
@@ -278,6 +298,29 @@ def _step(
                 continue  # closed (or, in a free region, closed up to the trigger: choose again)
         b.logprob += float(log_softmax(v)[k])
         b.push(vocab, token, False)
+
+
+def _eos_position(vocab: Any, ids: Any) -> int:
+    """Index in ``ids`` of the first EOS id, -1 if none is allowed."""
+    for e in vocab.eos_ids:
+        k = int(np.searchsorted(ids, e))
+        if k < len(ids) and int(ids[k]) == e:
+            return k
+    return -1
+
+
+def end_with_outside(vocab: Any, full: Any, ids: Any) -> Any:
+    """Logits of ``ids`` from the masked full row ``full``, with the mass of every token
+    outside ``ids`` added to the (first allowed) EOS: ``log(p(EOS) + p(forbidden))``."""
+    vals = np.array(full[ids], dtype=np.float32)
+    outside = np.array(full, dtype=np.float64, copy=True)
+    outside[ids] = -np.inf
+    top = float(np.max(outside)) if outside.size else -np.inf
+    if np.isfinite(top):
+        mass = top + float(np.log(np.sum(np.exp(outside - top))))
+        k = _eos_position(vocab, ids)
+        vals[k] = np.float32(np.logaddexp(float(vals[k]), mass))
+    return vals
 
 
 def scores_or_length(
@@ -357,6 +400,7 @@ def decode_iter(
     selective: bool = True,
     close_at: Sequence[str | bytes] = (),
     reserve: int = 0,
+    stop_outside: bool = True,
 ) -> Iterator[list[Decoded]]:
     """Like `decode`, yielding the current state of every sequence after each step."""
     decoder = decoder if decoder is not None else Argmax()
@@ -364,6 +408,7 @@ def decode_iter(
     branches, sampler = _start(model, prompt_tokens, matcher, decoder, stop, heal)
     triggers = [t.encode() if isinstance(t, str) else bytes(t) for t in close_at]
     check_int("reserve", reserve, minimum=0)
+    check_bool("stop_outside", stop_outside)
     counted = 0
     while True:
         live = [b for b in branches if b.finish is None]
@@ -372,6 +417,7 @@ def decode_iter(
         _step(
             model, live, sampler, max_tokens=max_tokens, fast_forward=fast_forward,
             close_on_budget=close_on_budget, selective=selective, close_at=triggers, reserve=reserve,
+            stop_outside=stop_outside,
         )
         total = sum(len(b.tokens) for b in branches)
         model.costs.generated_tokens += total - counted
@@ -393,6 +439,7 @@ def decode(
     selective: bool = True,
     close_at: Sequence[str | bytes] = (),
     reserve: int = 0,
+    stop_outside: bool = True,
 ) -> list[Decoded]:
     """Decode after ``prompt_tokens`` under ``matcher`` (None = free text).
 
@@ -402,8 +449,9 @@ def decode(
     token healing removed from the end of the prompt (see `plan_healing`); the output
     must start by re-generating it and it is not part of ``text``. Each sequence owns a
     copy of ``matcher`` (the one passed in is used by the last sequence). ``close_at`` and
-    ``reserve``: budget closing of free regions (see the module docstring; Beam closes
-    whole outputs only).
+    ``reserve``: budget closing of free regions; ``stop_outside``: what the constraint
+    forbids counts as EOS where the output is complete (see the module docstring; Beam
+    does neither).
     """
     decoder = decoder if decoder is not None else Argmax()
     check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
@@ -418,7 +466,7 @@ def decode(
     for state in decode_iter(
         model, prompt_tokens, matcher, decoder, max_tokens=max_tokens, stop=stop, heal=heal,
         fast_forward=fast_forward, close_on_budget=close_on_budget, selective=selective,
-        close_at=close_at, reserve=reserve,
+        close_at=close_at, reserve=reserve, stop_outside=stop_outside,
     ):
         final = state
     if isinstance(decoder, BestOf):

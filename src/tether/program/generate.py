@@ -33,6 +33,7 @@ from tether.decoding import Argmax, Beam, BestOf, Decoded, Sample, decode, decod
 from tether.decoding.decoders import (
     DECODER_NAMES,
     ArgumentError,
+    check_bool,
     Decoder,
     make_decoder,
     parse_decoder_call,
@@ -256,6 +257,7 @@ def generate(
     whitespace: Any = "compact",
     number_bounds: Any = None,
     after: Any = None,
+    stop_outside: bool = True,
     stream: bool = False,
     selective: bool = True,
     chat_template: str | None = None,
@@ -298,6 +300,10 @@ def generate(
             holds all of it (free text, trigger, constrained part); ``value`` is the
             constrained part parsed. Budget closing keeps room for the trigger and the
             constrained part.
+        stop_outside: where the output is complete, the model's probability of the tokens
+            the constraint forbids counts as ending it (on by default: an ``int`` ends
+            after the digits the model means, not at its digit bound; the mask is
+            unchanged). Beam search does not use it.
         stream: return a `Stream` of text chunks (one prompt, one output).
         selective: let a backend with selective logits compute allowed rows only.
         chat_template: a Jinja chat template for messages (default: the model's own).
@@ -319,16 +325,18 @@ def generate(
     active = check_limits_arg(limits)
     with limits_in_force(active) if active is not None else nullcontext():
         oopts = check_output_options(strict, whitespace, number_bounds)
+        check_bool("stop_outside", stop_outside)
         return _generate(model, prompt, output, decoder=decoder, max_tokens=max_tokens, temperature=temperature,
                          top_k=top_k, top_p=top_p, min_p=min_p, seed=seed, n=n, stop=stop, healing=healing,
                          fast_forward=fast_forward, close_on_budget=close_on_budget, stream=stream,
-                         selective=selective, chat_template=chat_template, active=active, oopts=oopts, after=after)
+                         selective=selective, chat_template=chat_template, active=active, oopts=oopts, after=after,
+                         stop_outside=stop_outside)
 
 
 def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens: Any, temperature: Any,
               top_k: Any, top_p: Any, min_p: Any, seed: Any, n: Any, stop: Any, healing: Any,
               fast_forward: Any, close_on_budget: Any, stream: Any, selective: Any, chat_template: Any,
-              active: Limits | None, oopts: OutputOptions, after: Any) -> Any:
+              active: Limits | None, oopts: OutputOptions, after: Any, stop_outside: bool) -> Any:
     opts = check_options(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                          min_p=min_p, seed=seed, n=n, stop=stop, healing=healing, fast_forward=fast_forward,
                          close_on_budget=close_on_budget, stream=stream, selective=selective,
@@ -355,7 +363,8 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
                                n=opts.n, stream=opts.stream, options=oopts)
     cc = compile_output(model, spec)
     options = dict(max_tokens=opts.max_tokens, stop=stops, fast_forward=opts.fast_forward,
-                   close_on_budget=opts.close_on_budget, selective=opts.selective, **region_options(spec, opts.max_tokens))
+                   close_on_budget=opts.close_on_budget, selective=opts.selective, stop_outside=stop_outside,
+                   **region_options(spec, opts.max_tokens))
     healing = opts.healing
     if opts.stream:
         pp = prepare_prompt(model, prompts[0], healing=healing, chat_template=chat_template)
@@ -364,7 +373,8 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
     for p in prompts:
         pp = prepare_prompt(model, p, healing=healing, chat_template=chat_template)
         before = model.costs.snapshot()
-        kw = {k: v for k, v in options.items() if k not in ("close_at", "reserve")} if isinstance(dec, Beam) else options
+        not_for_beam = ("close_at", "reserve", "stop_outside")
+        kw = {k: v for k, v in options.items() if k not in not_for_beam} if isinstance(dec, Beam) else options
         ds = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal, **kw)
         costs = model.costs.snapshot() - before
         gens = [to_generation(model, d, spec, costs, pp.text) for d in ds]

@@ -189,3 +189,15 @@ def test_after_language_is_free_text_without_a_trigger_then_one(free: str, which
 def test_first_trigger() -> None:
     assert first_trigger("x<b>y<a>", ["<a>", "<b>"]) == ("<b>", 4)
     assert first_trigger("nothing", ["<a>"]) == (None, -1)
+
+
+# --- ending where the value ends ---------------------------------------------------------------
+
+def test_stop_outside_ends_a_number_where_the_model_leaves_it() -> None:
+    model = ScriptedModel(target="x 12 legs and more text")
+    g = generate(model, "x ", int, max_tokens=30)
+    assert g.valid and g.text == "12" and g.finish_reason == "stop"
+    g = generate(model, "x ", int, max_tokens=30, stop_outside=False)
+    assert g.valid and g.text.startswith("12") and len(g.text) > 2  # the mask alone lets it wander
+    with pytest.raises(ArgumentError):
+        generate(model, "x ", int, stop_outside=1)
