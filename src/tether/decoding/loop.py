@@ -275,7 +275,7 @@ def _step(
                 pairs[i] = (b, None)
     pairs, vals = scores_or_length(model, pairs, selective=selective)
     if ending:
-        for i, (b, ids) in enumerate(pairs):
+        for i, (b, _ids) in enumerate(pairs):
             if id(b) in ending:
                 pairs[i] = (b, ending[id(b)])
                 vals[i] = end_with_outside(vocab, vals[i], ending[id(b)])

@@ -33,8 +33,8 @@ from tether.decoding import Argmax, Beam, BestOf, Decoded, Sample, decode, decod
 from tether.decoding.decoders import (
     DECODER_NAMES,
     ArgumentError,
-    check_bool,
     Decoder,
+    check_bool,
     make_decoder,
     parse_decoder_call,
 )
