@@ -93,6 +93,7 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=200)
     ap.add_argument("--configs", default="before,after")
     ap.add_argument("--character-only", action="store_true", help="the Character schema alone")
+    ap.add_argument("--decoders", default="argmax,T=1", help="argmax, T=1 or both")
     args = ap.parse_args()
     model = load_model("embedded")
     cases = [("Character", CHARACTER)] + ([] if args.character_only else dev_schemas(args.schemas))
@@ -100,6 +101,8 @@ def main() -> None:
     for cname in args.configs.split(","):
         config = CONFIGS[cname]
         for decoder, seeds in (("argmax", [None]), ("T=1", list(range(args.seeds)))):
+            if decoder not in args.decoders.split(","):
+                continue
             rows = []
             t0 = time.perf_counter()
             char_valid = []
