@@ -244,7 +244,7 @@ CONTRADICTORY = st.builds(
 def _vocab():  # type: ignore[no-untyped-def]
     from tether.tokens.vocabulary import Vocabulary
 
-    toks = [b""] + [bytes([b]) for b in range(32, 127)] + [b'{"', b'":', b'",', b"true", b"null", b"[]"]
+    toks = [b""] + [bytes([b]) for b in range(1, 256)] + [b'{"', b'":', b'",', b"true", b"null", b"[]"]
     return Vocabulary.from_bytes(toks, eos_ids=[0])
 
 

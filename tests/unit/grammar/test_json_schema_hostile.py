@@ -377,6 +377,7 @@ def test_compile_is_bounded_by_compile_seconds() -> None:
         {"enum": [1, 2], "const": 3},
         {"type": "object", "required": ["a"], "properties": {"a": False}},
         {"type": "string", "pattern": "^a+$", "maxLength": 0},
+        {"type": "string", "pattern": "^a+$", "maxLength": 3, "format": "date"},  # found by the fuzz test
         {"not": {}},
         False,
     ],

@@ -1031,6 +1031,8 @@ class _Compiler:
             body = ("and", *parts)
             if not self._body_nonempty(body):
                 return None
+        elif isinstance(body, tuple) and not self._body_nonempty(body):
+            return None  # constraints that exclude each other (pattern ∧ format ∧ length)
         if body is None:
             return ("rx", ANY_STRING)
         if isinstance(body, str):
