@@ -6,8 +6,13 @@ schema fits the prompt), this runs ``generate`` on the embedded model at argmax 
 ``--seeds`` seeds at T=1, in two configurations:
 
 * ``before``: the earlier generation defaults, spelled out: ``close_on_budget=False``,
-  ``strict=False`` (the spec-faithful schema language: open objects, unbounded numbers);
-* ``after``: today's defaults (closing within the budget, closed objects, bounded numbers).
+  ``strict=False`` (the spec-faithful schema language: open objects, unbounded numbers),
+  ``stop_outside=False`` (the mask alone decides when a complete value ends);
+* ``after``: today's defaults (closing within the budget, closed objects, bounded numbers,
+  forbidden tokens counting as the end of a complete value).
+
+``stop`` counts outputs the model ended; an output closed on the budget is valid but
+ends with ``finish_reason="length"``.
 
 Reported per configuration and decoder: the share of outputs that are valid (the value
 parses and validates against the schema with ``jsonschema``), the share that ended with
@@ -46,7 +51,7 @@ CHARACTER = {
 }
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "jsonschemabench-dev" / "schemas"
 CONFIGS: dict[str, dict[str, Any]] = {
-    "before": {"close_on_budget": False, "strict": False},
+    "before": {"close_on_budget": False, "strict": False, "stop_outside": False},
     "after": {},
 }
 
