@@ -201,3 +201,9 @@ def test_stop_outside_ends_a_number_where_the_model_leaves_it() -> None:
     assert g.valid and g.text.startswith("12") and len(g.text) > 2  # the mask alone lets it wander
     with pytest.raises(ArgumentError):
         generate(model, "x ", int, stop_outside=1)
+
+
+def test_after_streams_the_whole_text() -> None:
+    s = generate(ScriptedModel(target="x hmm the</think>12"), "x", int, after="</think>", max_tokens=30, stream=True)
+    text = "".join(s)
+    assert s.generation is not None and s.generation.text == text and s.generation.value == 12
