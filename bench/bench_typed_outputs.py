@@ -105,13 +105,14 @@ def main() -> None:
     ap.add_argument("--configs", default="before,after")
     ap.add_argument("--character-only", action="store_true", help="the Character schema alone")
     ap.add_argument("--decoders", default="argmax,T=1", help="argmax, T=1 or both")
+    ap.add_argument("--seed-start", type=int, default=0, help="first seed (to split a run across processes)")
     args = ap.parse_args()
     model = load_model("embedded")
     cases = [("Character", CHARACTER)] + ([] if args.character_only else dev_schemas(args.schemas))
     print(f"{len(cases)} schemas, {args.seeds} seeds at T=1 + argmax, max_tokens={args.max_tokens}")
     for cname in args.configs.split(","):
         config = CONFIGS[cname]
-        for decoder, seeds in (("argmax", [None]), ("T=1", list(range(args.seeds)))):
+        for decoder, seeds in (("argmax", [None]), ("T=1", list(range(args.seed_start, args.seed_start + args.seeds)))):
             if decoder not in args.decoders.split(","):
                 continue
             rows = []
