@@ -13,6 +13,19 @@ not, the shortest completion is appended instead, so the output is complete and 
 within ``max_tokens``. Closing never exceeds ``max_tokens``: when even the shortest
 completion does not fit, the output ends incomplete with ``finish_reason="length"``.
 
+Regions (``close_at`` triggers with ``reserve`` tokens, for triggered outputs): while the
+shortest completion passes through a trigger (the output is still in its free region),
+the budget check keeps ``reserve`` more tokens, and closing appends the shortest
+completion only up to the end of the trigger; the model then writes the constrained part
+in the tokens kept for it (closed again, fully, if it would not fit).
+
+``stop_outside=True`` (the default): where the output is complete (EOS allowed) under a
+constraint, the model's probability of every token the constraint forbids counts toward
+EOS, because a model that wants to leave the language there means that the value has
+ended (a number followed by a newline or a word). So ``int`` after ``"A:"`` ends after
+the digits the model means instead of running to its digit bound. The mask is unchanged;
+only the choice among allowed tokens is (full logits are fetched on such steps).
+
 Decode time never raises for constraint reasons: a sequence that cannot continue ends
 with ``finish_reason="error"`` and the matcher's message in ``error``.
 
@@ -39,6 +52,7 @@ from tether.decoding.decoders import (
     BestOf,
     Decoder,
     Sample,
+    check_bool,
     check_int,
     check_limits,
 )
@@ -59,7 +73,9 @@ class Decoded:
         text: output bytes (healed prompt bytes removed, cut before a stop text).
         logprob: sum of log-probabilities of the sampled tokens under the constrained
             distribution (forced tokens count 0: they had probability 1).
-        finish_reason: "stop" (EOS, constraint complete, or stop text), "length", "error".
+        finish_reason: "stop" (EOS, constraint complete, or stop text), "length" (the
+            token budget or the context window ended it; an output closed on the budget
+            is complete and says "length" too), "error".
         n_forced: tokens appended by fast-forward or budget closing, without sampling.
         stop_text: the stop text that ended the output, if any.
         error: why the sequence could not continue (finish_reason "error").
@@ -169,19 +185,45 @@ def _completion_tokens(model: Any, guide: Guide) -> list[int] | None:
         return None
 
 
-def _close(model: Any, b: _Branch, max_tokens: int) -> None:
+def _region_end(guide: Guide, close_at: Sequence[bytes]) -> int:
+    """Where the first trigger of ``close_at`` ends in the shortest completion (the free
+    region still open); -1 when none is in it, or the engine finds no completion."""
+    if not close_at:
+        return -1
+    try:
+        text = guide.shortest_completion()
+    except Exception:  # noqa: BLE001 -- decode time never raises
+        return -1
+    ends = [i + len(t) for t in close_at if (i := text.find(t)) >= 0]
+    return min(ends) if ends else -1
+
+
+def _close(model: Any, b: _Branch, max_tokens: int, close_at: Sequence[bytes] = ()) -> None:
     """Append the shortest completion (budget closing) if it fits ``max_tokens``; else the
-    output ends here, incomplete, with "length" (the budget cannot hold a complete one)."""
+    output ends here, incomplete, with "length" (the budget cannot hold a complete one).
+    In a free region (`_region_end`), append it only up to the end of the trigger and let
+    the sequence go on."""
     toks = _completion_tokens(model, b.guide)
     if toks is None or len(b.tokens) + len(toks) > max_tokens:
         b.finish = "length"
         return
+    end = _region_end(b.guide, close_at)
+    if end > 0:
+        closing = b.guide.shortest_completion()
+        head = tokens_for_bytes(model, closing[:end])
+        rest = tokens_for_bytes(model, closing[end:])
+        if len(b.tokens) + len(head) + len(rest) <= max_tokens and len(b.tokens) + len(head) < max_tokens:
+            for t in head:
+                b.push(model.vocabulary, t, True)
+                if b.finish is not None:
+                    return
+            b.closing_len = -1  # measure again in the constrained part
+            return
     for t in toks:
         b.push(model.vocabulary, t, True)
         if b.finish == "error":
             return
-    if b.finish is None:
-        b.finish = "length"
+    b.finish = "length"  # complete and valid, but the budget ended it (not the model)
 
 
 def _step(
@@ -193,6 +235,9 @@ def _step(
     fast_forward: bool,
     close_on_budget: bool,
     selective: bool,
+    close_at: Sequence[bytes] = (),
+    reserve: int = 0,
+    stop_outside: bool = False,
 ) -> None:
     vocab = model.vocabulary
     # 1. forced tokens, no model call
@@ -202,7 +247,7 @@ def _step(
             for t in forced:
                 if len(b.tokens) >= max_tokens:
                     if close_on_budget:
-                        _close(model, b, max_tokens)
+                        _close(model, b, max_tokens, close_at)
                     else:
                         b.finish = "length"
                     break
@@ -223,24 +268,60 @@ def _step(
     pairs = [(b, ids) for b, ids in zip(live, ids_list, strict=True) if b.finish is None]
     if not pairs:
         return
+    ending: dict[int, Any] = {}
+    if stop_outside:  # complete outputs: full logits, to count what leaves the language as EOS
+        for i, (b, ids) in enumerate(pairs):
+            if ids is not None and b.guide.matcher is not None and _eos_position(vocab, ids) >= 0:
+                ending[id(b)] = ids
+                pairs[i] = (b, None)
     pairs, vals = scores_or_length(model, pairs, selective=selective)
+    if ending:
+        for i, (b, _ids) in enumerate(pairs):
+            if id(b) in ending:
+                pairs[i] = (b, ending[id(b)])
+                vals[i] = end_with_outside(vocab, vals[i], ending[id(b)])
     # 4. choice
     for (b, ids), v in zip(pairs, vals, strict=True):
         k = argmax(v) if sampler is None else sample(v, sampler, b.rng)  # type: ignore[arg-type]
         token = int(ids[k]) if ids is not None else k
         remaining = max_tokens - len(b.tokens)
         if close_on_budget and not b.guide.free and (
-            b.closing_len < 0 or remaining - 1 <= b.closing_len + CLOSE_SLACK
+            b.closing_len < 0 or remaining - 1 <= b.closing_len + CLOSE_SLACK + reserve
         ):
             g2 = b.guide.copy()
-            after = _completion_tokens(model, g2) if g2.consume(token) and token not in vocab.eos_ids else []
+            ok = g2.consume(token) and token not in vocab.eos_ids
+            after = _completion_tokens(model, g2) if ok else []
             if after is not None:
                 b.closing_len = len(after)
-            if after is not None and len(after) > remaining - 1:
-                _close(model, b, max_tokens)
-                continue
+            kept = reserve if ok and reserve and _region_end(g2, close_at) >= 0 else 0
+            if after is not None and len(after) + kept > remaining - 1:
+                _close(model, b, max_tokens, close_at)
+                continue  # closed (or, in a free region, closed up to the trigger: choose again)
         b.logprob += float(log_softmax(v)[k])
         b.push(vocab, token, False)
+
+
+def _eos_position(vocab: Any, ids: Any) -> int:
+    """Index in ``ids`` of the first EOS id, -1 if none is allowed."""
+    for e in vocab.eos_ids:
+        k = int(np.searchsorted(ids, e))
+        if k < len(ids) and int(ids[k]) == e:
+            return k
+    return -1
+
+
+def end_with_outside(vocab: Any, full: Any, ids: Any) -> Any:
+    """Logits of ``ids`` from the masked full row ``full``, with the mass of every token
+    outside ``ids`` added to the (first allowed) EOS: ``log(p(EOS) + p(forbidden))``."""
+    vals = np.array(full[ids], dtype=np.float32)
+    outside = np.array(full, dtype=np.float64, copy=True)
+    outside[ids] = -np.inf
+    top = float(np.max(outside)) if outside.size else -np.inf
+    if np.isfinite(top):
+        mass = top + float(np.log(np.sum(np.exp(outside - top))))
+        k = _eos_position(vocab, ids)
+        vals[k] = np.float32(np.logaddexp(float(vals[k]), mass))
+    return vals
 
 
 def scores_or_length(
@@ -318,11 +399,17 @@ def decode_iter(
     fast_forward: bool = True,
     close_on_budget: bool = False,
     selective: bool = True,
+    close_at: Sequence[str | bytes] = (),
+    reserve: int = 0,
+    stop_outside: bool = True,
 ) -> Iterator[list[Decoded]]:
     """Like `decode`, yielding the current state of every sequence after each step."""
     decoder = decoder if decoder is not None else Argmax()
     check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
     branches, sampler = _start(model, prompt_tokens, matcher, decoder, stop, heal)
+    triggers = [t.encode() if isinstance(t, str) else bytes(t) for t in close_at]
+    check_int("reserve", reserve, minimum=0)
+    check_bool("stop_outside", stop_outside)
     counted = 0
     while True:
         live = [b for b in branches if b.finish is None]
@@ -330,7 +417,8 @@ def decode_iter(
             break
         _step(
             model, live, sampler, max_tokens=max_tokens, fast_forward=fast_forward,
-            close_on_budget=close_on_budget, selective=selective,
+            close_on_budget=close_on_budget, selective=selective, close_at=triggers, reserve=reserve,
+            stop_outside=stop_outside,
         )
         total = sum(len(b.tokens) for b in branches)
         model.costs.generated_tokens += total - counted
@@ -350,6 +438,9 @@ def decode(
     fast_forward: bool = True,
     close_on_budget: bool = False,
     selective: bool = True,
+    close_at: Sequence[str | bytes] = (),
+    reserve: int = 0,
+    stop_outside: bool = True,
 ) -> list[Decoded]:
     """Decode after ``prompt_tokens`` under ``matcher`` (None = free text).
 
@@ -358,7 +449,10 @@ def decode(
     Beam (`beam_search`: distinct texts, best score first). ``heal`` is the text
     token healing removed from the end of the prompt (see `plan_healing`); the output
     must start by re-generating it and it is not part of ``text``. Each sequence owns a
-    copy of ``matcher`` (the one passed in is used by the last sequence).
+    copy of ``matcher`` (the one passed in is used by the last sequence). ``close_at`` and
+    ``reserve``: budget closing of free regions; ``stop_outside``: what the constraint
+    forbids counts as EOS where the output is complete (see the module docstring; Beam
+    does neither).
     """
     decoder = decoder if decoder is not None else Argmax()
     check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
@@ -373,6 +467,7 @@ def decode(
     for state in decode_iter(
         model, prompt_tokens, matcher, decoder, max_tokens=max_tokens, stop=stop, heal=heal,
         fast_forward=fast_forward, close_on_budget=close_on_budget, selective=selective,
+        close_at=close_at, reserve=reserve, stop_outside=stop_outside,
     ):
         final = state
     if isinstance(decoder, BestOf):

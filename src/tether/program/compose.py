@@ -30,8 +30,16 @@ from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 from tether.models.base import Costs
 from tether.program.arguments import check_limits_arg, check_stop
-from tether.program.generate import compile_output, prepare_prompt, to_generation
-from tether.program.outputs import OutputSpec, Regex, output_spec
+from tether.program.generate import compile_output, prepare_prompt, region_options, to_generation
+from tether.program.outputs import (
+    DEFAULT_OPTIONS,
+    OutputOptions,
+    OutputSpec,
+    Regex,
+    check_output_options,
+    output_spec,
+    triggered_spec,
+)
 
 
 class Piece:
@@ -61,11 +69,16 @@ class Gen(Piece):
     temperature: float | None = None
     list_append: bool = False
     close_on_budget: bool = True
+    options: OutputOptions = DEFAULT_OPTIONS
+    after: Any = None
 
     def spec(self) -> OutputSpec:
         if self.regex is not None and self.output is not None:
             raise ArgumentError("gen(regex=...)", self.regex, "None when output= is given (regex= or output=, not both)")
-        return output_spec(Regex(self.regex) if self.regex is not None else self.output)
+        output = Regex(self.regex) if self.regex is not None else self.output
+        if self.after is not None:
+            return triggered_spec(self.after, output, self.options)
+        return output_spec(output, self.options)
 
 
 @dataclass(frozen=True)
@@ -83,11 +96,16 @@ class Select(Piece):
 
 def gen(name: str | None = None, *, regex: str | None = None, stop: str | Sequence[str] | None = None,
         max_tokens: int = 128, output: Any = None, temperature: float | None = None,
-        list_append: bool = False, close_on_budget: bool = True) -> Gen:
+        list_append: bool = False, close_on_budget: bool = True, strict: bool = True,
+        whitespace: Any = "compact", number_bounds: Any = None, after: Any = None) -> Gen:
     """A hole the model fills: free text (ending at ``stop``/EOS/``max_tokens``), a
     ``regex``, or any ``output`` `generate` accepts (JSON Schema, Pydantic model…).
     A structured hole that ``max_tokens`` would cut is closed validly
-    (``close_on_budget=False``: it stays cut and captures None)."""
+    (``close_on_budget=False``: it stays cut and captures None). ``strict``,
+    ``whitespace``, ``number_bounds`` and ``after`` are `generate`'s: closed objects,
+    bounded numbers and compact JSON by default; ``after="</think>"`` lets the model
+    write free text up to the trigger, then the constrained output (the capture is the
+    constrained part's value, the program text holds all of it)."""
     _check_name(name)
     if regex is not None and not isinstance(regex, str):
         raise ArgumentError("gen(regex=...)", regex, "None or a regex pattern string")
@@ -97,7 +115,8 @@ def gen(name: str | None = None, *, regex: str | None = None, stop: str | Sequen
         check_number("gen(temperature=...)", temperature, 0.0)
     check_bool("gen(list_append=...)", list_append)
     check_bool("gen(close_on_budget=...)", close_on_budget)
-    g = Gen(name, regex, stops, max_tokens, output, temperature, list_append, close_on_budget)
+    options = check_output_options(strict, whitespace, number_bounds, where="gen(...): ")
+    g = Gen(name, regex, stops, max_tokens, output, temperature, list_append, close_on_budget, options, after)
     g.spec()  # a bad output= fails here, where the hole is written
     return g
 
@@ -207,7 +226,7 @@ class Program(Piece):
             stop = list(piece.stop) if isinstance(piece, Gen) else []
             [d] = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal,
                          max_tokens=max_tokens, stop=stop, fast_forward=fast_forward,
-                         close_on_budget=piece.close_on_budget)
+                         close_on_budget=piece.close_on_budget, **region_options(spec, max_tokens))
             g = to_generation(model, d, spec, Costs(), pp.text)
             text += g.text
             if piece.name is not None:

@@ -34,6 +34,7 @@ from tether.decoding.decoders import (
     DECODER_NAMES,
     ArgumentError,
     Decoder,
+    check_bool,
     make_decoder,
     parse_decoder_call,
 )
@@ -44,7 +45,13 @@ from tether.limits import limits as limits_in_force
 from tether.models.base import Costs
 from tether.program.arguments import check_limits_arg, check_options, check_prompt
 from tether.program.chat import render_chat, tokenize_rendered
-from tether.program.outputs import OutputSpec, output_spec
+from tether.program.outputs import (
+    OutputOptions,
+    OutputSpec,
+    check_output_options,
+    output_spec,
+    triggered_spec,
+)
 
 
 @dataclass
@@ -161,6 +168,15 @@ def compile_output(model: Any, spec: OutputSpec) -> Any | None:
         return compile_constraint(spec.grammar, model.vocabulary, tokenize=canonical_tokenizer(model))
 
 
+def region_options(spec: OutputSpec, max_tokens: int) -> dict[str, Any]:
+    """Budget closing of a triggered output's free region: the triggers, and the tokens
+    kept for the constrained part (a quarter of the budget, 8 to 64 tokens, at most half).
+    Beam search closes whole outputs (it takes no region options)."""
+    if spec.kind != "triggered":
+        return {}
+    return {"close_at": list(spec.extra["after"]), "reserve": min(max(8, max_tokens // 4), 64, max_tokens // 2)}
+
+
 @dataclass
 class PreparedPrompt:
     text: str
@@ -237,6 +253,11 @@ def generate(
     healing: bool | int = True,
     fast_forward: bool = True,
     close_on_budget: bool = True,
+    strict: bool = True,
+    whitespace: Any = "compact",
+    number_bounds: Any = None,
+    after: Any = None,
+    stop_outside: bool = True,
     stream: bool = False,
     selective: bool = True,
     chat_template: str | None = None,
@@ -258,7 +279,31 @@ def generate(
         fast_forward: append forced tokens without sampling.
         close_on_budget: when ``max_tokens`` would cut a structured output, close it
             validly with the constraint's shortest completion (on by default; free text
-            is never closed). ``False``: a cut output has ``valid=False``, value None.
+            is never closed; such an output is valid with ``finish_reason="length"``). ``False``: a cut output has ``valid=False``, value None.
+        strict: schema outputs (JSON Schema dicts, Pydantic models, Python types) are
+            compiled for generation (default True): closed objects (only the declared
+            properties, each at most once, unless the schema says ``additionalProperties``
+            or the Pydantic model has ``extra="allow"``) and bounded numbers (at most 19
+            integer digits, 17 fraction digits and 3 exponent digits where the schema sets
+            no bound; the schema's own bounds win). ``False``: the specification's
+            language (open objects, numbers of any length).
+        whitespace: JSON layout of schema outputs: ``"compact"`` (default, no
+            whitespace), ``"flexible"`` (up to 16 whitespace characters around every
+            ``{ } [ ] , :``), ``"pretty"`` (indent 2) or ``regex("...")`` (that JSON
+            whitespace pattern in every gap).
+        number_bounds: a ``tether.grammar.json_schema.NumberBounds`` for other digit
+            bounds (applied with ``strict=False`` too).
+        after: a triggered region: free text until a trigger string appears, then the
+            constrained ``output`` (``after="</think>"``). A list of triggers shares
+            ``output``; a dict ``{trigger: output}`` gives each its own (``output`` must be
+            None): the first trigger to appear picks the output. ``Generation.text``
+            holds all of it (free text, trigger, constrained part); ``value`` is the
+            constrained part parsed. Budget closing keeps room for the trigger and the
+            constrained part.
+        stop_outside: where the output is complete, the model's probability of the tokens
+            the constraint forbids counts as ending it (on by default: an ``int`` ends
+            after the digits the model means, not at its digit bound; the mask is
+            unchanged). Beam search does not use it.
         stream: return a `Stream` of text chunks (one prompt, one output).
         selective: let a backend with selective logits compute allowed rows only.
         chat_template: a Jinja chat template for messages (default: the model's own).
@@ -279,16 +324,19 @@ def generate(
     """
     active = check_limits_arg(limits)
     with limits_in_force(active) if active is not None else nullcontext():
+        oopts = check_output_options(strict, whitespace, number_bounds)
+        check_bool("stop_outside", stop_outside)
         return _generate(model, prompt, output, decoder=decoder, max_tokens=max_tokens, temperature=temperature,
                          top_k=top_k, top_p=top_p, min_p=min_p, seed=seed, n=n, stop=stop, healing=healing,
                          fast_forward=fast_forward, close_on_budget=close_on_budget, stream=stream,
-                         selective=selective, chat_template=chat_template, active=active)
+                         selective=selective, chat_template=chat_template, active=active, oopts=oopts, after=after,
+                         stop_outside=stop_outside)
 
 
 def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens: Any, temperature: Any,
               top_k: Any, top_p: Any, min_p: Any, seed: Any, n: Any, stop: Any, healing: Any,
               fast_forward: Any, close_on_budget: Any, stream: Any, selective: Any, chat_template: Any,
-              active: Limits | None) -> Any:
+              active: Limits | None, oopts: OutputOptions, after: Any, stop_outside: bool) -> Any:
     opts = check_options(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                          min_p=min_p, seed=seed, n=n, stop=stop, healing=healing, fast_forward=fast_forward,
                          close_on_budget=close_on_budget, stream=stream, selective=selective,
@@ -296,7 +344,7 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
     batch, prompts = check_prompt(prompt)
     dec = resolve_decoder(decoder, n=opts.n, temperature=temperature, top_k=top_k, top_p=top_p,
                           min_p=min_p, seed=seed)
-    spec = output_spec(output)
+    spec = output_spec(output, oopts) if after is None else triggered_spec(after, output, oopts)
     if isinstance(model, str) or model is None:
         from tether.models import load_model
 
@@ -308,11 +356,15 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
     if getattr(model, "black_box", False):
         from tether.program.remote import generate_remote
 
+        if after is not None:
+            raise ArgumentError("after", after, "None for a black-box (HTTP) model: the server cannot enforce a "
+                                "triggered region")
         return generate_remote(model, prompt, output, decoder=dec, max_tokens=opts.max_tokens, stop=stops,
-                               n=opts.n, stream=opts.stream)
+                               n=opts.n, stream=opts.stream, options=oopts)
     cc = compile_output(model, spec)
     options = dict(max_tokens=opts.max_tokens, stop=stops, fast_forward=opts.fast_forward,
-                   close_on_budget=opts.close_on_budget, selective=opts.selective)
+                   close_on_budget=opts.close_on_budget, selective=opts.selective, stop_outside=stop_outside,
+                   **region_options(spec, opts.max_tokens))
     healing = opts.healing
     if opts.stream:
         pp = prepare_prompt(model, prompts[0], healing=healing, chat_template=chat_template)
@@ -321,7 +373,9 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
     for p in prompts:
         pp = prepare_prompt(model, p, healing=healing, chat_template=chat_template)
         before = model.costs.snapshot()
-        ds = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal, **options)
+        not_for_beam = ("close_at", "reserve", "stop_outside")
+        kw = {k: v for k, v in options.items() if k not in not_for_beam} if isinstance(dec, Beam) else options
+        ds = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal, **kw)
         costs = model.costs.snapshot() - before
         gens = [to_generation(model, d, spec, costs, pp.text) for d in ds]
         single = isinstance(dec, Argmax | BestOf) or getattr(dec, "n", 1) == 1

@@ -15,7 +15,7 @@ from typing import Any
 from tether.decoding.decoders import Argmax, ArgumentError, Beam, BestOf, Decoder, Sample
 from tether.models.base import Costs
 from tether.program.generate import Generation
-from tether.program.outputs import OutputSpec, output_spec
+from tether.program.outputs import DEFAULT_OPTIONS, OutputOptions, OutputSpec, output_spec
 
 
 def _sampling(dec: Decoder) -> dict[str, Any]:
@@ -140,12 +140,12 @@ def _request(model: Any, prompt: Any, chat: bool, fmt: dict[str, Any] | None, pa
 
 
 def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, max_tokens: int,
-                    stop: Sequence[str], n: int, stream: bool) -> Any:
+                    stop: Sequence[str], n: int, stream: bool, options: OutputOptions = DEFAULT_OPTIONS) -> Any:
     """The black-box path of `generate` (one prompt or a batch; ``n`` requests per prompt)."""
     if isinstance(decoder, Beam):
         raise ArgumentError("decoder", "beam", "argmax, sample or best_of: beam search needs the model's logits, "
                             "which an HTTP model does not offer")
-    spec = output_spec(output)
+    spec = output_spec(output, options)
     if stream:
         return _stream_remote(model, prompt, spec, decoder, max_tokens, stop)
     is_chat = isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt)

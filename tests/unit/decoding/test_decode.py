@@ -172,3 +172,23 @@ def test_score_continuations_matches_step_by_step_logprobs() -> None:
         ref += float(log_softmax(full_free_logits(m, m._compute(p + toks[:i])))[t])
     assert np.isclose(got[0], ref)
     assert got[2] < got[0]  # a longer continuation of the same text is less likely
+
+
+def test_end_with_outside_moves_forbidden_mass_to_eos() -> None:
+    import numpy as np
+
+    from tether.decoding.loop import end_with_outside
+    from tether.models.scripted import ScriptedModel
+
+    vocab = ScriptedModel().vocabulary
+    eos = vocab.eos_ids[0]
+    full = np.full(vocab.size, -np.inf, dtype=np.float32)
+    ids = np.asarray(sorted({eos, 10, 11}), dtype=np.int64)
+    full[[eos, 10, 11, 12, 13]] = [0.0, 1.0, 2.0, 3.0, 3.0]
+    vals = end_with_outside(vocab, full, ids)
+    k = int(np.searchsorted(ids, eos))
+    assert np.isclose(vals[k], np.log(np.exp(0.0) + 2 * np.exp(3.0)), rtol=1e-5)
+    rest = [i for i in range(len(ids)) if i != k]
+    assert np.allclose(vals[rest], full[ids[rest]])
+    # the total probability is the model's: nothing is created or lost
+    assert np.isclose(np.logaddexp.reduce(vals.astype(np.float64)), np.logaddexp.reduce(full[np.isfinite(full)].astype(np.float64)))
