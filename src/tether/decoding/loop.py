@@ -73,9 +73,7 @@ class Decoded:
         text: output bytes (healed prompt bytes removed, cut before a stop text).
         logprob: sum of log-probabilities of the sampled tokens under the constrained
             distribution (forced tokens count 0: they had probability 1).
-        finish_reason: "stop" (EOS, constraint complete, or stop text), "length" (the
-            token budget or the context window ended it; an output closed on the budget
-            is complete and says "length" too), "error".
+        finish_reason: "stop" (EOS, constraint complete, or stop text), "length", "error".
         n_forced: tokens appended by fast-forward or budget closing, without sampling.
         stop_text: the stop text that ended the output, if any.
         error: why the sequence could not continue (finish_reason "error").
@@ -223,7 +221,8 @@ def _close(model: Any, b: _Branch, max_tokens: int, close_at: Sequence[bytes] = 
         b.push(model.vocabulary, t, True)
         if b.finish == "error":
             return
-    b.finish = "length"  # complete and valid, but the budget ended it (not the model)
+    if b.finish is None:
+        b.finish = "length"
 
 
 def _step(

@@ -279,7 +279,7 @@ def generate(
         fast_forward: append forced tokens without sampling.
         close_on_budget: when ``max_tokens`` would cut a structured output, close it
             validly with the constraint's shortest completion (on by default; free text
-            is never closed; such an output is valid with ``finish_reason="length"``). ``False``: a cut output has ``valid=False``, value None.
+            is never closed). ``False``: a cut output has ``valid=False``, value None.
         strict: schema outputs (JSON Schema dicts, Pydantic models, Python types) are
             compiled for generation (default True): closed objects (only the declared
             properties, each at most once, unless the schema says ``additionalProperties``
