@@ -133,10 +133,12 @@ def _rep_factor(n: Rep) -> int:
     return max(1, n.hi if n.hi is not None else n.lo + 1)
 
 
-def node_size(node: Node, inlined: dict[str, int] | None = None) -> tuple[int, int]:
+def node_size(node: Node, inlined: dict[str, int] | None = None,
+              ref_depth: dict[str, int] | None = None) -> tuple[int, int]:
     """``(depth, expanded size)`` of ``node``, iteratively. A literal counts its
     characters, a repetition multiplies its item by its count, a reference counts 1 (or
-    ``inlined[name]`` when given). Sizes saturate at 2**62."""
+    ``inlined[name]`` when given) and adds ``ref_depth[name]`` to the depth when given.
+    Sizes saturate at 2**62."""
     cap = 1 << 62
     sizes: dict[int, int] = {}
     depth = 0
@@ -147,7 +149,8 @@ def node_size(node: Node, inlined: dict[str, int] | None = None) -> tuple[int, i
         if not done:
             if id(n) in sizes:  # a shared sub-node: sized once
                 continue
-            depth = max(depth, d)
+            extra = ref_depth.get(n.name, 0) if ref_depth is not None and isinstance(n, Ref) else 0
+            depth = max(depth, d + extra)
             stack.append((n, d, True))
             stack.extend((k, d + 1, False) for k in kids)
             continue
@@ -242,7 +245,7 @@ def inlined_sizes(rules: dict[str, Node], names: set[str] | None = None) -> dict
         n = ready.pop()
         if any(d in rules and d not in names for d in deps[n]):
             continue  # uses a rule outside the set: not inlinable
-        d0, s0 = _inlined(rules[n], depth_of, size_of)
+        d0, s0 = node_size(rules[n], size_of, depth_of)
         depth_of[n], size_of[n] = d0, s0
         out_sz[n] = (d0, s0)
         for u in users.get(n, ()):
@@ -251,38 +254,6 @@ def inlined_sizes(rules: dict[str, Node], names: set[str] | None = None) -> dict
             if not w:
                 ready.append(u)
     return out_sz
-
-
-def _inlined(node: Node, depth_of: dict[str, int], size_of: dict[str, int]) -> tuple[int, int]:
-    cap = 1 << 62
-    sizes: dict[int, int] = {}
-    depth = 0
-    stack: list[tuple[Node, int, bool]] = [(node, 1, False)]
-    while stack:
-        n, d, done = stack.pop()
-        kids = _children(n)
-        if not done:
-            if id(n) in sizes:
-                continue
-            if isinstance(n, Ref):
-                depth = max(depth, d + depth_of.get(n.name, 0))
-            else:
-                depth = max(depth, d)
-            stack.append((n, d, True))
-            stack.extend((k, d + 1, False) for k in kids)
-            continue
-        if isinstance(n, Lit):
-            s = max(1, len(n.text))
-        elif isinstance(n, Ref):
-            s = size_of.get(n.name, 1)
-        elif isinstance(n, Rep):
-            s = sizes[id(n.item)] * _rep_factor(n)
-        elif kids:
-            s = sum(sizes[id(k)] for k in kids)
-        else:
-            s = 1
-        sizes[id(n)] = min(s, cap)
-    return depth, sizes[id(node)]
 
 
 def run(gen: Generator[Any, Any, Any]) -> Any:
