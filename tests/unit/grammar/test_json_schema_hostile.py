@@ -258,8 +258,9 @@ def test_big_enum_and_properties_are_linear() -> None:
 
     for build in (enum, props, one_of):
         build(200)  # warm caches
-        _, small = _timed(lambda: build(1000))  # noqa: B023
-        g, big = _timed(lambda: build(10_000))  # noqa: B023
+        # best of a few runs: one slow run on a loaded machine is not what is measured here
+        small = min(_timed(lambda: build(1000))[1] for _ in range(3))  # noqa: B023
+        g, big = min((_timed(lambda: build(10_000)) for _ in range(2)), key=lambda r: r[1])  # noqa: B023
         assert big < max(30 * small, 0.5), (build.__name__, small, big)
         assert len(g.rules) >= 10_000
         assert not g.warnings
