@@ -224,7 +224,12 @@ def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": "output", "schema": schema, "strict": True}}
 
 
-def _server_of(model: Any) -> str | None:
+def _server_of(model: Any, spec: OutputSpec, decoder: Decoder) -> str | None:
+    """The model's server kind, when the request depends on it (an OpenAIModel probes its
+    server the first time): constrained outputs, and sampling (the OpenAI API refuses
+    ``top_k``/``min_p``). Free text by argmax needs no probe."""
+    if spec.kind == "text" and isinstance(decoder, Argmax):
+        return None
     server = getattr(model, "server", None)
     return server if isinstance(server, str) and server in SERVERS else None
 
@@ -267,7 +272,7 @@ def fill_hole(model: Any, prompt: str, spec: OutputSpec, *, decoder: Decoder, ma
     before the hole as the prompt and the hole's constraint in the server's field.
 
     Raises ConstraintError where the server cannot enforce the hole's constraint."""
-    server = _server_of(model)
+    server = _server_of(model, spec, decoder)
     rc = constraint_fields(server, spec, chat=False)
     params = _sampling(decoder, server)
     params.update(max_tokens=max_tokens, stop=list(stop) or None)
@@ -281,7 +286,7 @@ def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, m
         raise ArgumentError("decoder", "beam", "argmax, sample or best_of: beam search needs the model's logits, "
                             "which an HTTP model does not offer")
     spec = output_spec(output, options)
-    server = _server_of(model)
+    server = _server_of(model, spec, decoder)
     if stream:
         return _stream_remote(model, prompt, spec, decoder, max_tokens, stop, server)
     is_chat = isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt)

@@ -257,3 +257,10 @@ def test_stream_forwards_the_constraint() -> None:
     assert bodies[0]["structured_outputs"] == {"regex": "[0-9]+"} and bodies[0]["stream"] is True
     with pytest.raises(ValueError, match="stream"):
         generate(model("openai", Server("x")), MSGS, ["a", "b"], stream=True)
+
+
+def test_free_text_by_argmax_does_not_probe() -> None:
+    fake = Server("anything")
+    m = OpenAIModel("http://srv/v1", transport=httpx.MockTransport(fake))  # server=None: would probe with a GET
+    g = generate(m, "p", max_tokens=3)
+    assert g.valid and fake.paths == ["/v1/completions"] and m._server is None
