@@ -54,6 +54,8 @@ OPENAI_OPTIONS: dict[str, Any] = {"model": str, "api_key": str, "timeout": (int,
 # what /v1/models says in ``owned_by`` on each server
 _OWNERS = {"tether": "tether", "vllm": "vllm", "llamacpp": "llama.cpp", "me": "llama-cpp-python"}
 _MAX_BACKOFF = 8.0
+#: the largest reply body read from a server (a completion, an error, a whole stream)
+MAX_REPLY_BYTES = 32 << 20
 
 
 def _json_reply(raw: bytes, url: str) -> dict[str, Any]:
@@ -67,14 +69,41 @@ def _json_reply(raw: bytes, url: str) -> dict[str, Any]:
     return value
 
 
-def _http_error(url: str, resp: httpx.Response) -> ModelError:
+def _http_error(url: str, status: int, content: bytes) -> ModelError:
     """A ModelError for an HTTP error status (retryable: 408, 429 and 5xx)."""
-    try:
-        detail = resp.text[:300]
-    except (httpx.HTTPError, UnicodeError):
-        detail = ""
-    code = resp.status_code
-    return ModelError(f"{url} answered HTTP {code}: {detail}", retryable=code in (408, 429) or code >= 500)
+    detail = content[:300].decode("utf-8", "replace")
+    return ModelError(f"{url} answered HTTP {status}: {detail}", retryable=status in (408, 429) or status >= 500)
+
+
+def _too_long(url: str) -> ModelError:
+    return ModelError(f"{url} answered with more than {MAX_REPLY_BYTES} bytes; not read further")
+
+
+def _capped(chunks: Iterator[bytes], url: str) -> bytes:
+    """The bytes of ``chunks``, at most ``MAX_REPLY_BYTES`` (else ModelError)."""
+    out, size = [], 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise _too_long(url)
+        out.append(chunk)
+    return b"".join(out)
+
+
+def _lines(chunks: Iterator[bytes], url: str) -> Iterator[str]:
+    """The lines of a server-sent event stream; a stream past ``MAX_REPLY_BYTES`` in all
+    raises ModelError (so does one endless line)."""
+    buf, size = b"", 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > MAX_REPLY_BYTES:
+            raise _too_long(url)
+        buf += chunk
+        *done, buf = buf.split(b"\n")
+        for line in done:
+            yield line.decode("utf-8", "replace")
+    if buf:
+        yield buf.decode("utf-8", "replace")
 
 
 def _check_server(server: object) -> Server | None:
@@ -196,12 +225,18 @@ class OpenAIModel:
     def _wait(self, attempt: int) -> float:
         return min(self.backoff * (2 ** attempt), _MAX_BACKOFF)
 
-    def _request(self, method: str, url: str, body: dict[str, Any] | None) -> httpx.Response:
-        """One request with retries on connection errors and 503; ModelError for failures."""
+    def _request(self, method: str, url: str, body: dict[str, Any] | None) -> tuple[int, bytes]:
+        """One request with retries on connection errors and 503: (status, body, at most
+        ``MAX_REPLY_BYTES``); ModelError for failures."""
         attempt = 0
         while True:
             try:
-                resp = self._client.request(method, url, json=body)
+                with self._client.stream(method, url, json=body) as resp:
+                    status = resp.status_code
+                    if status == 503 and attempt < self.retries:
+                        resp.close()
+                    else:
+                        return status, _capped(resp.iter_bytes(), url)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt >= self.retries:
                     raise ModelError(f"cannot reach {url}: {exc}", retryable=True) from None
@@ -210,18 +245,26 @@ class OpenAIModel:
                                  retryable=True) from None
             except httpx.HTTPError as exc:
                 raise ModelError(f"the request to {url} failed: {type(exc).__name__}: {exc}", retryable=True) from None
-            else:
-                if resp.status_code != 503 or attempt >= self.retries:
-                    return resp
             time.sleep(self._wait(attempt))
             attempt += 1
 
-    async def _arequest(self, method: str, url: str, body: dict[str, Any] | None) -> httpx.Response:
+    async def _arequest(self, method: str, url: str, body: dict[str, Any] | None) -> tuple[int, bytes]:
         client = self._async_client()
         attempt = 0
         while True:
             try:
-                resp = await client.request(method, url, json=body)
+                async with client.stream(method, url, json=body) as resp:
+                    status = resp.status_code
+                    if status == 503 and attempt < self.retries:
+                        await resp.aclose()
+                    else:
+                        chunks, size = [], 0
+                        async for chunk in resp.aiter_bytes():
+                            size += len(chunk)
+                            if size > MAX_REPLY_BYTES:
+                                raise _too_long(url)
+                            chunks.append(chunk)
+                        return status, b"".join(chunks)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt >= self.retries:
                     raise ModelError(f"cannot reach {url}: {exc}", retryable=True) from None
@@ -230,9 +273,6 @@ class OpenAIModel:
                                  retryable=True) from None
             except httpx.HTTPError as exc:
                 raise ModelError(f"the request to {url} failed: {type(exc).__name__}: {exc}", retryable=True) from None
-            else:
-                if resp.status_code != 503 or attempt >= self.retries:
-                    return resp
             await asyncio.sleep(self._wait(attempt))
             attempt += 1
 
@@ -242,10 +282,11 @@ class OpenAIModel:
         return self._aclient
 
     @staticmethod
-    def _reply(url: str, resp: httpx.Response) -> dict[str, Any]:
-        if resp.status_code >= 400:
-            raise _http_error(url, resp)
-        return _json_reply(resp.content, url)
+    def _reply(url: str, reply: tuple[int, bytes]) -> dict[str, Any]:
+        status, content = reply
+        if status >= 400:
+            raise _http_error(url, status, content)
+        return _json_reply(content, url)
 
     def post(self, path: str, body: dict[str, Any], *, root: bool = False) -> dict[str, Any]:
         """POST JSON to ``path`` under the API (or server root); return the JSON reply."""
@@ -269,9 +310,8 @@ class OpenAIModel:
             with self._client.stream("POST", url, json={**body, "stream": True},
                                      headers={"Accept": "text/event-stream"}) as resp:
                 if resp.status_code >= 400:
-                    resp.read()
-                    raise _http_error(url, resp)
-                for raw in resp.iter_lines():
+                    raise _http_error(url, resp.status_code, _capped(resp.iter_bytes(), url))
+                for raw in _lines(resp.iter_bytes(), url):
                     line = raw.strip()
                     if not line.startswith("data:"):
                         continue

@@ -229,3 +229,25 @@ def test_async_errors_are_model_errors() -> None:
     m = OpenAIModel("http://srv/v1", async_transport=httpx.MockTransport(handler), backoff=0, retries=0)
     with pytest.raises(ModelError, match="cannot reach"):
         asyncio.run(m.achat([{"role": "user", "content": "x"}]))
+
+
+def test_reply_bodies_past_the_cap_are_not_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tether.models.openai_http as mod
+
+    monkeypatch.setattr(mod, "MAX_REPLY_BYTES", 1000)
+    m, _ = mock(lambda r: httpx.Response(200, content=b'{"a": "' + b"x" * 2000 + b'"}'))
+    with pytest.raises(ModelError, match="more than 1000 bytes"):
+        m.complete("x")
+    m, _ = mock(lambda r: httpx.Response(500, content=b"e" * 5000))
+    with pytest.raises(ModelError, match="more than 1000 bytes"):
+        m.complete("x")
+    m, _ = mock(lambda r: httpx.Response(200, content=b"data: " + b"x" * 5000))  # one endless line
+    with pytest.raises(ModelError, match="more than 1000 bytes"):
+        list(m.stream("x", chat=False))
+
+    async def big(r: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=b"x" * 5000)
+
+    am = OpenAIModel("http://srv/v1", async_transport=httpx.MockTransport(big))
+    with pytest.raises(ModelError, match="more than 1000 bytes"):
+        asyncio.run(am.acomplete("x"))
