@@ -169,7 +169,6 @@ class OpenAIModel:
         self.costs = Costs()
         self.name = self.model or self.base_url
         self._server: Server | None = _check_server(server)
-        self._tokenizer_ok: bool | None = None
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         self._client_args: dict[str, Any] = dict(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
@@ -390,34 +389,6 @@ class OpenAIModel:
         reply = await self.apost("/chat/completions", self._with_model({"messages": list(messages), **params}))
         self._count(reply)
         return reply
-
-    # --- tokenizer (llama-cpp-python's server) ---------------------------------------------
-    @property
-    def has_tokenizer(self) -> bool:
-        """Whether the server offers ``/extras/tokenize`` (checked once)."""
-        if self._tokenizer_ok is None:
-            try:
-                self.post("/extras/tokenize", self._with_model({"input": "a"}), root=True)
-                self._tokenizer_ok = True
-            except ModelError:
-                self._tokenizer_ok = False
-        return self._tokenizer_ok
-
-    def tokenize(self, text: str, *, add_bos: bool = False) -> list[int]:
-        """Server-side tokenization (llama-cpp-python's ``/extras/tokenize``)."""
-        reply = self.post("/extras/tokenize", self._with_model({"input": text}), root=True)
-        toks = reply.get("tokens")
-        if not isinstance(toks, list) or not all(isinstance(t, int) and not isinstance(t, bool)
-                                                 for t in toks):
-            raise ModelError(f"/extras/tokenize answered without a list of token ids: {str(reply)[:200]}")
-        return toks
-
-    def detokenize(self, tokens: Sequence[int]) -> bytes:
-        reply = self.post("/extras/detokenize", self._with_model({"tokens": list(tokens)}), root=True)
-        text = reply.get("text")
-        if not isinstance(text, str):
-            raise ModelError(f"/extras/detokenize answered without a text: {str(reply)[:200]}")
-        return text.encode("utf-8", "replace")
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.base_url!r}, model={self.model!r}, server={self._server!r})"
