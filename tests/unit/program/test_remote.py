@@ -264,3 +264,29 @@ def test_free_text_by_argmax_does_not_probe() -> None:
     m = OpenAIModel("http://srv/v1", transport=httpx.MockTransport(fake))  # server=None: would probe with a GET
     g = generate(m, "p", max_tokens=3)
     assert g.valid and fake.paths == ["/v1/completions"] and m._server is None
+
+
+@pytest.mark.parametrize("server", [None, "tether", "vllm", "llama.cpp", "llama-cpp-python", "openai"])
+@pytest.mark.parametrize("chat", [False, True])
+def test_constraint_fields_are_json_or_a_tether_error(server: str | None, chat: bool) -> None:
+    """Any regex or list of choices: fields that serialize as JSON, or a TetherError
+    (never a foreign exception)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tether.errors import TetherError
+
+    texts = st.text(alphabet='ab"\\\n[]()*+?{}^$|.-é😀', max_size=8)
+
+    @given(st.one_of(texts.map(lambda p: ("regex", p)), st.lists(texts, min_size=1, max_size=4).map(lambda c: ("choices", c))))
+    @settings(max_examples=40, deadline=None)
+    def check(case: tuple[str, Any]) -> None:
+        kind, value = case
+        try:
+            spec = output_spec(regex(value) if kind == "regex" else value)
+            fields = constraint_fields(server, spec, chat=chat).fields
+        except TetherError:
+            return
+        json.dumps(fields)
+
+    check()
