@@ -99,3 +99,21 @@ def test_output_size_is_bounded() -> None:
     g = Grammar.from_choices([f"choice number {i}" for i in range(200)])
     with limits(max_text_chars=1000), pytest.raises(LimitError):
         to_gbnf(g)
+
+
+def test_rule_names_are_gbnf_names_and_the_start_is_root() -> None:
+    g = Grammar.from_gbnf('expr ::= root "+" x_y | x-y\nroot ::= "r"\nx_y ::= "a"\nx-y ::= "b"\n', start="expr")
+    written = to_gbnf(g)
+    assert written.startswith("root ::= ")
+    back = Grammar.from_gbnf(written, strict=True)
+    same_language(g, back, ["r+a", "b", "a", "r+b", "r", ""])
+
+
+def test_deep_nesting_is_a_limit_error() -> None:
+    pattern = "a"
+    for _ in range(40):
+        pattern = f"(?:b{pattern})*"
+    g = Grammar.from_regex(pattern)
+    Grammar.from_gbnf(to_gbnf(g), strict=True)  # within the default limits
+    with limits(max_nesting=20), pytest.raises(LimitError, match="max_nesting.*writing the grammar as GBNF"):
+        to_gbnf(g)
