@@ -1,15 +1,15 @@
 """Chat messages rendered with the model's own chat template — never a stand-in.
 
 The template comes from, in order: ``chat_template=`` given by the caller (a Jinja
-string), the model's ``chat_template`` attribute, the template stored in a GGUF file
-(``tokenizer.chat_template``, read through llama.cpp), a Hugging Face tokenizer's
-``apply_chat_template``, or the backend's own ``apply_chat_template``. If none exists the
+string), the model's ``chat_template`` (`tether.models.base.ChatTemplated`: the template
+stored in a GGUF file, a Hugging Face tokenizer's), a Hugging Face tokenizer's
+``apply_chat_template``, or the backend's own ``apply_chat_template`` (llama.cpp: Gemma's
+turn markup for a Gemma GGUF without a template). If none exists the
 call raises `ModelError` saying so; tether does not guess a template.
 """
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,28 +17,18 @@ from tether import limits
 from tether.decoding.decoders import ArgumentError
 from tether.decoding.logits import model_call
 from tether.errors import MissingDependencyError, ModelError, TetherError
+from tether.models.base import ChatTemplated
 from tether.program.arguments import check_messages
 
 Message = Mapping[str, str]
 
 
 def template_of(model: Any) -> str | None:
-    """The Jinja chat template a model carries, if any."""
-    t = getattr(model, "chat_template", None)
-    if isinstance(t, str) and t:
-        return t
-    raw = getattr(model, "_model", None)  # llama.cpp model handle (LlamaCppModel)
-    lib = getattr(model, "_lib", None)
-    if raw and lib is not None and hasattr(lib, "llama_model_chat_template"):
-        ptr = lib.llama_model_chat_template(raw, None)
-        if ptr:
-            text = ctypes.cast(ptr, ctypes.c_char_p).value if not isinstance(ptr, bytes) else ptr
-            if text:
-                return text.decode("utf-8", "replace")
-    tok = getattr(model, "tokenizer", None)
-    t = getattr(tok, "chat_template", None)
-    if isinstance(t, str) and t:
-        return t
+    """The Jinja chat template a model carries, if any (`ChatTemplated.chat_template`)."""
+    if isinstance(model, ChatTemplated):
+        t = model.chat_template
+        if isinstance(t, str) and t:
+            return t
     return None
 
 
