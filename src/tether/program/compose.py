@@ -68,6 +68,10 @@ class Piece:
     def __radd__(self, other: Any) -> Program:
         return _as_program(other) + self
 
+    def run(self, model: Any, **options: Any) -> ProgramResult:
+        """This piece as a program of its own (see `Program.run`)."""
+        return Program((self,)).run(model, **options)
+
 
 @dataclass(frozen=True)
 class Text(Piece):
