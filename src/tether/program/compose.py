@@ -68,9 +68,12 @@ class Piece:
     def __radd__(self, other: Any) -> Program:
         return _as_program(other) + self
 
-    def run(self, model: Any, **options: Any) -> ProgramResult:
+    def run(self, model: Any, *, temperature: float | None = None, seed: int | None = None,
+            healing: bool = True, fast_forward: bool = True, limits: Limits | None = None,
+            chat_template: str | None = None) -> ProgramResult:
         """This piece as a program of its own (see `Program.run`)."""
-        return Program((self,)).run(model, **options)
+        return Program((self,)).run(model, temperature=temperature, seed=seed, healing=healing,
+                                    fast_forward=fast_forward, limits=limits, chat_template=chat_template)
 
 
 @dataclass(frozen=True)

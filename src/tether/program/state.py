@@ -69,6 +69,12 @@ class ModelState:
     """
 
     __slots__ = ("_block", "_limits", "_options", "_scope", "_tr", "model")
+    model: Any
+    _tr: Transcript
+    _options: RunOptions
+    _limits: Limits | None
+    _block: RoleBlock | None
+    _scope: Scope | None
 
     def __init__(self, model: Any = None, *, temperature: float | None = None, seed: int | None = None,
                  healing: bool = True, fast_forward: bool = True, chat_template: str | None = None,
