@@ -53,3 +53,12 @@ def test_free_text_ends_at_the_end_of_the_turn(model) -> None:
     r = (user("Say hello.") + assistant(gen("reply", max_tokens=24))).run(model)
     assert "<end_of_turn>" not in r["reply"]
     assert r.text.endswith(r["reply"] + "<end_of_turn>\n")
+
+
+def test_the_embedded_gguf_carries_no_template_so_gemmas_markup_is_used(model) -> None:
+    from tether.models.base import ChatTemplated
+    from tether.program.chat import render_chat
+
+    assert isinstance(model, ChatTemplated) and model.chat_template is None
+    assert render_chat(model, [{"role": "user", "content": "Hi"}]) == (
+        "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n")

@@ -157,3 +157,27 @@ def test_prompt_is_the_rendered_conversation_so_far(turns: list[tuple[str, str]]
     assert res.text == whole
     before = render_jinja(TEMPLATE, msgs, add_generation_prompt=False) + f"<|{last}|>A: "
     assert rec.text_of(rec.seen[0]) == before
+
+
+def test_the_template_comes_from_the_models_accessor() -> None:
+    from tether.models.base import ChatTemplated
+    from tether.program.chat import template_of
+
+    model = ScriptedModel()
+    assert isinstance(model, ChatTemplated) and template_of(model) is None
+    model.chat_template = TEMPLATE
+    assert template_of(model) == TEMPLATE
+    model.chat_template = ""  # an empty template is none
+    assert template_of(model) is None
+    assert template_of(object()) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=70), st.lists(st.one_of(st.text(max_size=5), st.integers(), st.none()), max_size=3))
+def test_role_arguments_fail_closed(name: str, content: list[object]) -> None:
+    """Any role name and content: a turn, a block, or ArgumentError — nothing else."""
+    try:
+        r = role(name, *content)
+    except ArgumentError:
+        return
+    assert r.role == name

@@ -223,3 +223,34 @@ def test_state_and_program_agree(parts: list[str], seed: int) -> None:
         prog = prog + piece(p, i)
     res = prog.run(ScriptedModel(seed=seed))
     assert str(lm) == res.text and lm.captures == res.captures
+
+
+_ops = st.lists(st.tuples(st.sampled_from(["text", "hole", "user", "assistant", "nested", "turn"]),
+                          st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=6)),
+                max_size=8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_ops)
+def test_any_sequence_of_appends_fails_closed(ops: list[tuple[str, str]]) -> None:
+    """Random appends inside and outside blocks: each either grows the state or raises
+    ArgumentError and leaves it as it was; the text always renders."""
+    lm = ModelState(chat_model())
+    for op, text in ops:
+        before = str(lm)
+        try:
+            if op == "text":
+                lm += text
+            elif op == "hole":
+                lm += select(["a", "b"], name="h")
+            elif op == "turn":
+                lm += user(text or "x")
+            elif op == "nested":
+                with user(), assistant():
+                    lm += text
+            else:
+                with (user() if op == "user" else assistant()):
+                    lm += text
+        except ArgumentError:
+            assert str(lm) == before
+        assert isinstance(str(lm), str)
