@@ -413,7 +413,8 @@ def fill_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptio
         prompt = tr.render(model, options, open_turn=scope)
         limits.check("max_prompt_chars", len(prompt), "the program text before a hole")
         tokens, heal = tokenize_rendered(model, prompt), b""
-        if options.healing:
+        if options.healing and scope is not None and tr.last_scope() == scope:
+            # heal the boundary with the turn's own text; never back into the template's markup
             tokens, heal = plan_healing(model.vocabulary, tokens, 1)
     else:
         prompt = tr.plain_text()

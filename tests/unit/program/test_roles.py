@@ -181,3 +181,16 @@ def test_role_arguments_fail_closed(name: str, content: list[object]) -> None:
     except ArgumentError:
         return
     assert r.role == name
+
+
+def test_healing_never_backs_into_the_templates_markup() -> None:
+    """A hole that opens its turn starts right after the template's text (as a chat
+    prompt to `generate` does); one after the turn's own text heals that boundary."""
+    spaced = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"  # markup ends in " "
+    rec = Recorder(template=spaced)
+    r = (user("Hi") + assistant(select(["x", "yz"], name="a"))).run(rec.model)
+    assert rec.text_of(rec.seen[0]) == "user: Hi\nassistant: " and r["a"] in ("x", "yz")
+    rec = Recorder()
+    r = (user("Hi") + assistant("so t", select(["he", "hen"], name="a"))).run(rec.model)
+    assert rec.text_of(rec.seen[0]).endswith("<|assistant|>so ")  # "t" healed: "the" may follow
+    assert r.text == f"<|user|>Hi<|end|>\n<|assistant|>so t{r['a']}<|end|>\n"
