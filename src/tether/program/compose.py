@@ -19,8 +19,9 @@ wrap text and holes in a turn, written with the model's own chat template
 
 A hole inside a turn is decoded after the conversation rendered so far, its own turn left
 open (the template's text up to where the turn's content goes). Text before the first turn
-is a system turn; once a program has turns, text and holes outside them are refused
-(whitespace between turns is dropped: the template writes the separators). ``user()``
+is a system turn (whitespace alone is dropped); once a program has turns, text and holes
+outside them are refused (whitespace between turns is dropped: the template writes the
+separators). ``user()``
 with no content is a ``with`` block for `tether.program.state.ModelState`.
 
 Arguments are checked when a hole is made (`ArgumentError`, a ``ValueError``); a hole
@@ -360,7 +361,8 @@ class Transcript:
         the model's chat template, ``open_turn`` (if given) left open at its end."""
         if not self.chat and open_turn is None:
             return self.plain_text()
-        msgs = [{"role": "system" if s is None else s.role, "content": t} for s, t in self.messages()]
+        msgs = [{"role": "system" if s is None else s.role, "content": t} for s, t in self.messages()
+                if s is not None or t.strip()]  # whitespace before the first turn is no turn
         if open_turn is None:
             return render_chat(model, msgs, chat_template=options.chat_template, add_generation_prompt=False)
         closed = msgs

@@ -194,3 +194,8 @@ def test_healing_never_backs_into_the_templates_markup() -> None:
     r = (user("Hi") + assistant("so t", select(["he", "hen"], name="a"))).run(rec.model)
     assert rec.text_of(rec.seen[0]).endswith("<|assistant|>so ")  # "t" healed: "the" may follow
     assert r.text == f"<|user|>Hi<|end|>\n<|assistant|>so t{r['a']}<|end|>\n"
+
+
+def test_whitespace_before_the_first_turn_is_no_turn() -> None:
+    r = ("\n  " + user("Hi") + assistant(select(["a", "b"], name="x"))).run(Recorder().model)
+    assert r.text.startswith("<|user|>Hi<|end|>\n")
