@@ -32,6 +32,17 @@ def template_of(model: Any) -> str | None:
     return None
 
 
+def has_chat_format(model: Any) -> bool:
+    """Whether `render_chat` has a way to write this model's turns without
+    ``chat_template=``: a template it carries (`template_of`), or a tokenizer's or the
+    backend's own ``apply_chat_template`` (which may still refuse, e.g. llama.cpp for a
+    GGUF that is neither templated nor Gemma)."""
+    if template_of(model) is not None:
+        return True
+    tok = getattr(model, "tokenizer", None)
+    return callable(getattr(tok, "apply_chat_template", None)) or callable(getattr(model, "apply_chat_template", None))
+
+
 def _special_text(model: Any, token_id: int | None) -> str:
     if token_id is None:
         return ""

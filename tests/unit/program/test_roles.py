@@ -199,3 +199,15 @@ def test_healing_never_backs_into_the_templates_markup() -> None:
 def test_whitespace_before_the_first_turn_is_no_turn() -> None:
     r = ("\n  " + user("Hi") + assistant(select(["a", "b"], name="x"))).run(Recorder().model)
     assert r.text.startswith("<|user|>Hi<|end|>\n")
+
+
+def test_has_chat_format() -> None:
+    from tether.program.chat import has_chat_format
+
+    model = ScriptedModel()
+    assert has_chat_format(model)  # its own apply_chat_template
+    model.apply_chat_template = None  # type: ignore[assignment,method-assign]
+    assert not has_chat_format(model)
+    model.chat_template = TEMPLATE
+    assert has_chat_format(model)
+    assert not has_chat_format(object())
