@@ -111,6 +111,31 @@ def render_chat(model: Any, messages: Sequence[Any], *, chat_template: str | Non
     )
 
 
+_MARK = "\ue000tether-open-turn\ue000"  # where an open turn's content ends, in a rendering
+
+
+def render_open_turn(model: Any, closed: Sequence[Any], role: str, content: str, *,
+                     chat_template: str | None = None) -> str:
+    """The prompt for continuing an open turn: ``closed`` turns, then the ``role`` turn
+    holding ``content`` so far, left open (the template's text up to where the turn's
+    content ends; a fresh assistant turn whose text the template drops gets the
+    generation prompt instead).
+
+    Raises:
+        ModelError: the model has no chat template, or its template drops the open
+            turn's text (so nothing can be written inside it).
+    """
+    text = render_chat(model, [*closed, {"role": role, "content": content + _MARK}],
+                       chat_template=chat_template, add_generation_prompt=False)
+    cut = text.rfind(_MARK)
+    if cut >= 0:
+        return text[:cut]
+    if role == "assistant" and not content and closed:
+        return render_chat(model, closed, chat_template=chat_template, add_generation_prompt=True)
+    raise ModelError(f"the chat template drops the text of an open {role} turn, so a hole cannot be "
+                     "placed in it; pass chat_template= with a template that keeps it")
+
+
 def tokenize_rendered(model: Any, text: str) -> list[int]:
     """Tokens of a rendered chat prompt: special-token texts become special tokens, and a
     leading BOS text becomes the BOS token."""

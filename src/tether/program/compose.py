@@ -42,12 +42,11 @@ from typing import Any
 from tether import limits
 from tether.decoding import Argmax, Sample, decode, plan_healing
 from tether.decoding.decoders import ArgumentError, check_bool, check_int, check_number, check_seed
-from tether.errors import ModelError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 from tether.models.base import Costs, Model
 from tether.program.arguments import check_limits_arg, check_stop
-from tether.program.chat import render_chat, tokenize_rendered
+from tether.program.chat import render_chat, render_open_turn, tokenize_rendered
 from tether.program.generate import compile_output, prepare_prompt, region_options, to_generation
 from tether.program.outputs import (
     DEFAULT_OPTIONS,
@@ -324,9 +323,6 @@ def check_model(model: Any) -> Any:
     return model
 
 
-_MARK = "\ue000tether-open-turn\ue000"  # where an open turn's content ends, in a rendering
-
-
 @dataclass(frozen=True)
 class Transcript:
     """Everything a program has written so far: text chunks (with their turns), captures,
@@ -365,19 +361,10 @@ class Transcript:
                 if s is not None or t.strip()]  # whitespace before the first turn is no turn
         if open_turn is None:
             return render_chat(model, msgs, chat_template=options.chat_template, add_generation_prompt=False)
-        closed = msgs
-        content = ""
+        closed, content = msgs, ""
         if self.last_scope() == open_turn:
             closed, content = msgs[:-1], msgs[-1]["content"]
-        text = render_chat(model, [*closed, {"role": open_turn.role, "content": content + _MARK}],
-                           chat_template=options.chat_template, add_generation_prompt=False)
-        cut = text.rfind(_MARK)
-        if cut >= 0:
-            return text[:cut]
-        if open_turn.role == "assistant" and not content and closed:  # the template writes no empty turn
-            return render_chat(model, closed, chat_template=options.chat_template, add_generation_prompt=True)
-        raise ModelError(f"the chat template drops the text of an open {open_turn.role} turn, so a hole cannot be "
-                         "placed in it; pass chat_template= with a template that keeps it")
+        return render_open_turn(model, closed, open_turn.role, content, chat_template=options.chat_template)
 
     def with_text(self, text: str, scope: Scope | None) -> Transcript:
         if not text:
