@@ -57,6 +57,11 @@ _LAZY: dict[str, str] = {
     "Generation": "tether.program",
     "gen": "tether.program",
     "select": "tether.program",
+    "ModelState": "tether.program",
+    "function": "tether.program",
+    "system": "tether.program",
+    "user": "tether.program",
+    "assistant": "tether.program",
     # lang
     "query": "tether.lang",
     "run_query": "tether.lang",

@@ -89,6 +89,20 @@ class Model(Protocol):
     def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]: ...
 
 
+@runtime_checkable
+class ChatTemplated(Protocol):
+    """A model that can say which chat template it carries.
+
+    ``chat_template`` is the Jinja template of the model's turns (a GGUF file's
+    ``tokenizer.chat_template``, a Hugging Face tokenizer's ``chat_template``), or None
+    when the model carries none. `tether.program.chat` renders role-tagged prompts with
+    it; backends implement it without the caller reaching into their handles.
+    """
+
+    @property
+    def chat_template(self) -> str | None: ...
+
+
 def check_tokens(tokens: Sequence[int], n_vocab: int, n_ctx: int | None,
                  what: str = "logits()") -> list[int]:
     """``tokens`` as a list of ints after the checks every backend makes before

@@ -341,6 +341,18 @@ class LlamaCppModel:
         bos = self._lib.llama_vocab_bos(self._vocab)
         return bos if 0 <= bos < self.n_vocab else None
 
+    @property
+    def chat_template(self) -> str | None:
+        """The chat template stored in the GGUF file (``tokenizer.chat_template``), or
+        None when it has none (the embedded base model: see `apply_chat_template`)."""
+        if not self._model or not hasattr(self._lib, "llama_model_chat_template"):
+            return None
+        ptr = self._lib.llama_model_chat_template(self._model, None)
+        if not ptr:
+            return None
+        raw = ptr if isinstance(ptr, bytes) else ctypes.cast(ptr, ctypes.c_char_p).value
+        return raw.decode("utf-8", "replace") if raw else None
+
     def tokenize(self, text: str | bytes, *, add_bos: bool = False, special: bool = False) -> list[int]:
         """llama.cpp's tokenization of ``text``; ``special`` parses ``<end_of_turn>`` etc."""
         if not self._model:

@@ -72,6 +72,8 @@ class ScriptedModel:
         self._last: list[int] = []
         self._table: dict[bytes, int] | None = None
         self.calls_log: list[int] = []  # number of tokens evaluated per call, for tests
+        #: a Jinja chat template (None: none; `apply_chat_template` then renders turns)
+        self.chat_template: str | None = None
 
     @property
     def eos_ids(self) -> tuple[int, ...]:

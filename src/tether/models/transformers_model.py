@@ -181,6 +181,7 @@ class TransformersModel:
 
     @property
     def chat_template(self) -> str | None:
+        """The tokenizer's Jinja chat template (`tether.models.base.ChatTemplated`), or None."""
         t = getattr(self.tokenizer, "chat_template", None)
         return t if isinstance(t, str) else None
 

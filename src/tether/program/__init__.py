@@ -2,24 +2,42 @@
 
 Code map: ``outputs.py`` (what ``output=`` may be → grammar + value parser) →
 ``chat.py`` (chat templates) → ``generate.py`` (`generate`, `Generation`, `Stream`) →
-``compose.py`` (`gen`, `select`, ``+``, captures) → ``remote.py`` (black-box HTTP models).
+``compose.py`` (`gen`, `select`, ``+``, chat turns, captures) → ``state.py`` (Guidance-style
+`ModelState`: ``lm += gen(...)``, ``with user():``, `function`) → ``remote.py`` (black-box
+HTTP models).
 """
 
 from tether.grammar.json_schema import NumberBounds
-from tether.program.compose import Program, ProgramResult, gen, select
+from tether.program.compose import (
+    Program,
+    ProgramResult,
+    assistant,
+    gen,
+    role,
+    select,
+    system,
+    user,
+)
 from tether.program.generate import Generation, Stream, generate
 from tether.program.outputs import Regex, output_spec, regex
+from tether.program.state import ModelState, function
 
 __all__ = [
     "Generation",
+    "ModelState",
     "NumberBounds",
     "Program",
     "ProgramResult",
     "Regex",
     "Stream",
+    "assistant",
+    "function",
     "gen",
     "generate",
     "output_spec",
     "regex",
+    "role",
     "select",
+    "system",
+    "user",
 ]

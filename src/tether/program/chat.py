@@ -1,15 +1,15 @@
 """Chat messages rendered with the model's own chat template — never a stand-in.
 
 The template comes from, in order: ``chat_template=`` given by the caller (a Jinja
-string), the model's ``chat_template`` attribute, the template stored in a GGUF file
-(``tokenizer.chat_template``, read through llama.cpp), a Hugging Face tokenizer's
-``apply_chat_template``, or the backend's own ``apply_chat_template``. If none exists the
+string), the model's ``chat_template`` (`tether.models.base.ChatTemplated`: the template
+stored in a GGUF file, a Hugging Face tokenizer's), a Hugging Face tokenizer's
+``apply_chat_template``, or the backend's own ``apply_chat_template`` (llama.cpp: Gemma's
+turn markup for a Gemma GGUF without a template). If none exists the
 call raises `ModelError` saying so; tether does not guess a template.
 """
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,29 +17,30 @@ from tether import limits
 from tether.decoding.decoders import ArgumentError
 from tether.decoding.logits import model_call
 from tether.errors import MissingDependencyError, ModelError, TetherError
+from tether.models.base import ChatTemplated
 from tether.program.arguments import check_messages
 
 Message = Mapping[str, str]
 
 
 def template_of(model: Any) -> str | None:
-    """The Jinja chat template a model carries, if any."""
-    t = getattr(model, "chat_template", None)
-    if isinstance(t, str) and t:
-        return t
-    raw = getattr(model, "_model", None)  # llama.cpp model handle (LlamaCppModel)
-    lib = getattr(model, "_lib", None)
-    if raw and lib is not None and hasattr(lib, "llama_model_chat_template"):
-        ptr = lib.llama_model_chat_template(raw, None)
-        if ptr:
-            text = ctypes.cast(ptr, ctypes.c_char_p).value if not isinstance(ptr, bytes) else ptr
-            if text:
-                return text.decode("utf-8", "replace")
-    tok = getattr(model, "tokenizer", None)
-    t = getattr(tok, "chat_template", None)
-    if isinstance(t, str) and t:
-        return t
+    """The Jinja chat template a model carries, if any (`ChatTemplated.chat_template`)."""
+    if isinstance(model, ChatTemplated):
+        t = model.chat_template
+        if isinstance(t, str) and t:
+            return t
     return None
+
+
+def has_chat_format(model: Any) -> bool:
+    """Whether `render_chat` has a way to write this model's turns without
+    ``chat_template=``: a template it carries (`template_of`), or a tokenizer's or the
+    backend's own ``apply_chat_template`` (which may still refuse, e.g. llama.cpp for a
+    GGUF that is neither templated nor Gemma)."""
+    if template_of(model) is not None:
+        return True
+    tok = getattr(model, "tokenizer", None)
+    return callable(getattr(tok, "apply_chat_template", None)) or callable(getattr(model, "apply_chat_template", None))
 
 
 def _special_text(model: Any, token_id: int | None) -> str:
@@ -108,6 +109,31 @@ def render_chat(model: Any, messages: Sequence[Any], *, chat_template: str | Non
         f"model {getattr(model, 'name', model)!r} has no chat template: pass a plain prompt, or "
         "chat_template='<jinja template>' to say how its turns are written"
     )
+
+
+_MARK = "\ue000tether-open-turn\ue000"  # where an open turn's content ends, in a rendering
+
+
+def render_open_turn(model: Any, closed: Sequence[Any], role: str, content: str, *,
+                     chat_template: str | None = None) -> str:
+    """The prompt for continuing an open turn: ``closed`` turns, then the ``role`` turn
+    holding ``content`` so far, left open (the template's text up to where the turn's
+    content ends; a fresh assistant turn whose text the template drops gets the
+    generation prompt instead).
+
+    Raises:
+        ModelError: the model has no chat template, or its template drops the open
+            turn's text (so nothing can be written inside it).
+    """
+    text = render_chat(model, [*closed, {"role": role, "content": content + _MARK}],
+                       chat_template=chat_template, add_generation_prompt=False)
+    cut = text.rfind(_MARK)
+    if cut >= 0:
+        return text[:cut]
+    if role == "assistant" and not content and closed:
+        return render_chat(model, closed, chat_template=chat_template, add_generation_prompt=True)
+    raise ModelError(f"the chat template drops the text of an open {role} turn, so a hole cannot be "
+                     "placed in it; pass chat_template= with a template that keeps it")
 
 
 def tokenize_rendered(model: Any, text: str) -> list[int]:

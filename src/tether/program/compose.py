@@ -11,6 +11,19 @@ boundary, so ``"http"`` + hole still continues naturally), under its own constra
 (``list_append=True`` appends to a list instead). The model keeps its KV cache across
 holes, so the shared prefix is evaluated once.
 
+Chat roles: ``system(...)``, ``user(...)``, ``assistant(...)`` (or ``role(name, ...)``)
+wrap text and holes in a turn, written with the model's own chat template
+(`tether.program.chat`; Gemma's ``<start_of_turn>user`` markers on the embedded model)::
+
+    program = user("Is the sky blue? Answer yes or no.") + assistant(select(["yes", "no"], name="a"))
+
+A hole inside a turn is decoded after the conversation rendered so far, its own turn left
+open (the template's text up to where the turn's content goes). Text before the first turn
+is a system turn (whitespace alone is dropped); once a program has turns, text and holes
+outside them are refused (whitespace between turns is dropped: the template writes the
+separators). ``user()``
+with no content is a ``with`` block for `tether.program.state.ModelState`.
+
 Arguments are checked when a hole is made (`ArgumentError`, a ``ValueError``); a hole
 whose output is not complete under its constraint (cut by a stop text or its token
 budget) captures ``None`` and records why in ``result.errors``.
@@ -18,18 +31,22 @@ budget) captures ``None`` and records why in ``result.errors``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+import re
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from contextvars import ContextVar, Token
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tether import limits
-from tether.decoding import Argmax, Sample, decode
+from tether.decoding import Argmax, Sample, decode, plan_healing
 from tether.decoding.decoders import ArgumentError, check_bool, check_int, check_number, check_seed
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
-from tether.models.base import Costs
+from tether.models.base import Costs, Model
 from tether.program.arguments import check_limits_arg, check_stop
+from tether.program.chat import render_chat, render_open_turn, tokenize_rendered
 from tether.program.generate import compile_output, prepare_prompt, region_options, to_generation
 from tether.program.outputs import (
     DEFAULT_OPTIONS,
@@ -43,13 +60,20 @@ from tether.program.outputs import (
 
 
 class Piece:
-    """A part of a program: text or a hole. ``+`` joins pieces into a `Program`."""
+    """A part of a program: text, a hole, a chat turn. ``+`` joins pieces into a `Program`."""
 
     def __add__(self, other: Any) -> Program:
         return Program((self,)) + other
 
     def __radd__(self, other: Any) -> Program:
         return _as_program(other) + self
+
+    def run(self, model: Any, *, temperature: float | None = None, seed: int | None = None,
+            healing: bool = True, fast_forward: bool = True, limits: Limits | None = None,
+            chat_template: str | None = None) -> ProgramResult:
+        """This piece as a program of its own (see `Program.run`)."""
+        return Program((self,)).run(model, temperature=temperature, seed=seed, healing=healing,
+                                    fast_forward=fast_forward, limits=limits, chat_template=chat_template)
 
 
 @dataclass(frozen=True)
@@ -140,6 +164,306 @@ def select(options: Sequence[str], name: str | None = None, *, list_append: bool
     return Select(opts, name, list_append, close_on_budget)
 
 
+# -- chat roles -------------------------------------------------------------------------
+
+_ROLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+_TURNS = itertools.count(1)  # turn numbers: each role piece run, each `with` block, a new one
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The chat turn a piece is written in: its role and its turn number."""
+
+    role: str
+    turn: int
+
+
+@dataclass(frozen=True)
+class Role(Piece):
+    """A chat turn: ``body`` written inside the ``role`` turn of the model's template
+    (see `role`)."""
+
+    role: str
+    body: Program
+
+
+class RoleBlock:
+    """``with user():`` — appends to a `ModelState` inside the block go in one turn of
+    this role. A block is entered once; blocks do not nest."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.scope: Scope | None = None
+        self.active = False
+        self._token: Token[RoleBlock | None] | None = None
+
+    def __enter__(self) -> RoleBlock:
+        outer = ACTIVE_BLOCK.get()
+        if outer is not None:
+            raise ArgumentError(f"with {self.role}()", self, f"outside other role blocks (inside with {outer.role}())")
+        if self.scope is not None:
+            raise ArgumentError(f"with {self.role}()", self, "a fresh block (a role block is entered once)")
+        self.scope = Scope(self.role, next(_TURNS))
+        self.active = True
+        self._token = ACTIVE_BLOCK.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.active = False
+        if self._token is not None:
+            ACTIVE_BLOCK.reset(self._token)
+            self._token = None
+
+    def __add__(self, other: Any) -> Program:
+        raise _block_as_piece(self)
+
+    def __radd__(self, other: Any) -> Program:
+        raise _block_as_piece(self)
+
+    def __repr__(self) -> str:
+        return f"{self.role}()"
+
+
+#: the role block a `ModelState` append is written in (set by ``with user():``)
+ACTIVE_BLOCK: ContextVar[RoleBlock | None] = ContextVar("tether_role_block", default=None)
+
+
+def _block_as_piece(block: RoleBlock) -> ArgumentError:
+    return ArgumentError("a program piece", block,
+                         f"a piece: {block.role}() with no content is a `with` block; write "
+                         f"{block.role}('text', gen(...)) for a turn inside a program")
+
+
+def role(name: str, *content: Any) -> Any:
+    """A chat turn of role ``name`` holding ``content`` (text, holes, programs), or, with
+    no content, a ``with`` block for a `ModelState`. The turn is written with the model's
+    chat template (``tool`` and other roles only where the template knows them)."""
+    if not isinstance(name, str) or not _ROLE_NAME.fullmatch(name):
+        raise ArgumentError("role", name, "a role name such as 'system', 'user' or 'assistant'")
+    if not content:
+        return RoleBlock(name)
+    body = Program(())
+    for part in content:
+        body = body + part
+    _check_no_roles(body, name)
+    return Role(name, body)
+
+
+def system(*content: Any) -> Any:
+    """A system turn (``system("Answer briefly.")``); no content: ``with system():``."""
+    return role("system", *content)
+
+
+def user(*content: Any) -> Any:
+    """A user turn (``user("Hi ", gen("x"))``); no content: ``with user():``."""
+    return role("user", *content)
+
+
+def assistant(*content: Any) -> Any:
+    """An assistant turn (``assistant(gen("answer"))``); no content: ``with assistant():``."""
+    return role("assistant", *content)
+
+
+def _check_no_roles(body: Program, outer: str) -> None:
+    """Turns do not nest: ``body`` (walked without recursion) holds no role piece."""
+    stack = [body]
+    while stack:
+        for p in stack.pop().pieces:
+            if isinstance(p, Role):
+                raise ArgumentError(f"{outer}(...)", p, f"text and holes (a {p.role} turn cannot sit inside a {outer} turn)")
+            if isinstance(p, Program):
+                stack.append(p)
+
+
+# -- what a program has written ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Text a program wrote, and the turn it belongs to (None: outside any turn)."""
+
+    text: str
+    scope: Scope | None = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How holes are filled (`Program.run`'s and `ModelState`'s options, checked)."""
+
+    temperature: float | None = None
+    seed: int | None = None
+    healing: bool = True
+    fast_forward: bool = True
+    chat_template: str | None = None
+
+
+def check_run_options(temperature: Any, seed: Any, healing: Any, fast_forward: Any,
+                      chat_template: Any) -> RunOptions:
+    if temperature is not None:
+        check_number("temperature", temperature, 0.0)
+    check_seed(seed)
+    check_bool("healing", healing)
+    check_bool("fast_forward", fast_forward)
+    if chat_template is not None:
+        if not isinstance(chat_template, str) or not chat_template:
+            raise ArgumentError("chat_template", chat_template, "None or a non-empty Jinja template string")
+        limits.check("max_text_chars", len(chat_template), "chat_template")
+    return RunOptions(temperature, seed, healing, fast_forward, chat_template)
+
+
+def check_model(model: Any) -> Any:
+    """The model a program runs on: loaded when given by name (or None: the default),
+    else a steerable model (`tether.models.base.Model`)."""
+    if isinstance(model, str) or model is None:
+        from tether.models import load_model
+
+        return load_model(model)
+    if not isinstance(model, Model):
+        raise ArgumentError("model", model, "a steerable model (tether.load_model(...)): holes need its logits")
+    return model
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """Everything a program has written so far: text chunks (with their turns), captures,
+    errors, costs. Immutable: every step returns a new one."""
+
+    chunks: tuple[Chunk, ...] = ()
+    captures: Mapping[str, Any] = field(default_factory=dict)
+    errors: Mapping[str, str] = field(default_factory=dict)
+    costs: Costs = field(default_factory=Costs)
+    holes: int = 0
+    chat: bool = False  # some chunk is inside a turn
+
+    def plain_text(self) -> str:
+        return "".join(c.text for c in self.chunks)
+
+    def last_scope(self) -> Scope | None:
+        return self.chunks[-1].scope if self.chunks else None
+
+    def messages(self) -> list[tuple[Scope | None, str]]:
+        """The turns in order: consecutive chunks of one turn joined (the text before
+        the first turn is one turn of its own, scope None)."""
+        out: list[tuple[Scope | None, str]] = []
+        for c in self.chunks:
+            if out and out[-1][0] == c.scope:
+                out[-1] = (c.scope, out[-1][1] + c.text)
+            else:
+                out.append((c.scope, c.text))
+        return out
+
+    def render(self, model: Any, options: RunOptions, open_turn: Scope | None = None) -> str:
+        """The text as the model sees it: plain text, or (with turns) the conversation in
+        the model's chat template, ``open_turn`` (if given) left open at its end."""
+        if not self.chat and open_turn is None:
+            return self.plain_text()
+        msgs = [{"role": "system" if s is None else s.role, "content": t} for s, t in self.messages()
+                if s is not None or t.strip()]  # whitespace before the first turn is no turn
+        if open_turn is None:
+            return render_chat(model, msgs, chat_template=options.chat_template, add_generation_prompt=False)
+        closed, content = msgs, ""
+        if self.last_scope() == open_turn:
+            closed, content = msgs[:-1], msgs[-1]["content"]
+        return render_open_turn(model, closed, open_turn.role, content, chat_template=options.chat_template)
+
+    def with_text(self, text: str, scope: Scope | None) -> Transcript:
+        if not text:
+            return self
+        if scope is None and self.chat:
+            if not text.strip():
+                return self  # the template writes what goes between turns
+            raise ArgumentError("text outside a turn", text,
+                                "inside system()/user()/assistant() once the program has chat turns")
+        return Transcript(self.chunks + (Chunk(text, scope),), self.captures, self.errors, self.costs,
+                          self.holes, self.chat or scope is not None)
+
+
+def _add_costs(a: Costs, b: Costs) -> Costs:
+    return Costs(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(Costs)})
+
+
+class Deferred(Piece):
+    """A piece that writes itself when its turn comes (a `tether.function` call)."""
+
+    def apply(self, model: Any, transcript: Transcript, options: RunOptions, scope: Scope | None) -> Transcript:
+        raise NotImplementedError
+
+
+def fill_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptions,
+              scope: Scope | None) -> Transcript:
+    """Decode one hole after everything written so far; the new transcript holds its text
+    and capture."""
+    if scope is None and tr.chat:
+        raise ArgumentError("a hole outside a turn", piece,
+                            "inside system()/user()/assistant() once the program has chat turns")
+    spec = piece.spec()
+    cc = compile_output(model, spec)
+    if tr.chat or scope is not None:
+        prompt = tr.render(model, options, open_turn=scope)
+        limits.check("max_prompt_chars", len(prompt), "the program text before a hole")
+        tokens, heal = tokenize_rendered(model, prompt), b""
+        if options.healing and scope is not None and tr.last_scope() == scope:
+            # heal the boundary with the turn's own text; never back into the template's markup
+            tokens, heal = plan_healing(model.vocabulary, tokens, 1)
+    else:
+        prompt = tr.plain_text()
+        limits.check("max_prompt_chars", len(prompt), "the program text before a hole")
+        pp = prepare_prompt(model, prompt, healing=options.healing, chat_template=None)
+        tokens, heal = pp.tokens, pp.heal
+    temp = piece.temperature if isinstance(piece, Gen) and piece.temperature is not None else options.temperature
+    seed = options.seed
+    dec = Sample(temperature=temp, seed=None if seed is None else seed + tr.holes) if temp else Argmax()
+    max_tokens = piece.max_tokens if isinstance(piece, Gen) else 64
+    stop = list(piece.stop) if isinstance(piece, Gen) else []
+    before = model.costs.snapshot()
+    [d] = decode(model, tokens, cc.matcher() if cc is not None else None, dec, heal=heal,
+                 max_tokens=max_tokens, stop=stop, fast_forward=options.fast_forward,
+                 close_on_budget=piece.close_on_budget, **region_options(spec, max_tokens))
+    g = to_generation(model, d, spec, Costs(), prompt)
+    captures, errors = tr.captures, tr.errors
+    if piece.name is not None:
+        captures, errors = dict(captures), dict(errors)
+        value = g.value  # None when the output is not complete (see errors)
+        if piece.list_append:
+            old = captures.get(piece.name)
+            captures[piece.name] = [*(old if isinstance(old, list) else []), value]
+        else:
+            captures[piece.name] = value
+        if g.error:
+            errors[piece.name] = g.error
+        elif not piece.list_append:
+            errors.pop(piece.name, None)  # the error was about the value this one replaces
+    costs = _add_costs(tr.costs, model.costs.snapshot() - before)
+    chunks = tr.chunks + (Chunk(g.text, scope),) if g.text else tr.chunks
+    return Transcript(chunks, captures, errors, costs, tr.holes + 1, tr.chat or scope is not None)
+
+
+def write(model: Any, tr: Transcript, piece: Piece, options: RunOptions, scope: Scope | None) -> Transcript:
+    """``piece`` written after ``tr`` in ``scope``: text appended, holes filled left to
+    right, turns opened for role pieces (nested programs walked without recursion)."""
+    stack: list[tuple[Any, Scope | None]] = [(iter((piece,)), scope)]
+    while stack:
+        it, sc = stack[-1]
+        p = next(it, None)
+        if p is None:
+            stack.pop()
+        elif isinstance(p, Text):
+            tr = tr.with_text(p.text, sc)
+        elif isinstance(p, Program):
+            stack.append((iter(p.pieces), sc))
+        elif isinstance(p, Role):
+            if sc is not None:
+                raise ArgumentError(f"{p.role}(...)", p, f"outside other turns (it sits inside a {sc.role} turn)")
+            stack.append((iter(p.body.pieces), Scope(p.role, next(_TURNS))))
+        elif isinstance(p, Gen | Select):
+            tr = fill_hole(model, tr, p, options, sc)
+        elif isinstance(p, Deferred):
+            tr = p.apply(model, tr, options, sc)
+        else:
+            raise ArgumentError("a program piece", p, "a str, gen(), select(), a role turn or a program")
+    return tr
+
+
 def _as_program(x: Any) -> Program:
     if isinstance(x, Program):
         return x
@@ -147,12 +471,15 @@ def _as_program(x: Any) -> Program:
         return Program((Text(x),))
     if isinstance(x, Piece):
         return Program((x,))
-    raise ArgumentError("a program piece", x, "a str, gen(), select() or a program")
+    if isinstance(x, RoleBlock):
+        raise _block_as_piece(x)
+    raise ArgumentError("a program piece", x, "a str, gen(), select(), a role turn or a program")
 
 
 @dataclass
 class ProgramResult:
-    """The filled program: ``text`` (prompt text and holes), ``captures`` by name."""
+    """The filled program: ``text`` (prompt text and holes; with turns, the conversation
+    in the model's chat template), ``captures`` by name."""
 
     text: str
     captures: dict[str, Any] = field(default_factory=dict)
@@ -171,7 +498,7 @@ class ProgramResult:
 
 @dataclass(frozen=True)
 class Program(Piece):
-    """A sequence of text and holes; run it with `run`."""
+    """A sequence of text, holes and turns; run it with `run`."""
 
     pieces: tuple[Piece, ...] = ()
 
@@ -182,64 +509,17 @@ class Program(Piece):
         return _as_program(other) + self
 
     def run(self, model: Any, *, temperature: float | None = None, seed: int | None = None,
-            healing: bool = True, fast_forward: bool = True, limits: Limits | None = None) -> ProgramResult:
+            healing: bool = True, fast_forward: bool = True, limits: Limits | None = None,
+            chat_template: str | None = None) -> ProgramResult:
         """Fill the holes left to right. Argmax unless a temperature is given (then each
         hole samples with seed ``seed + hole index``, reproducibly). ``limits`` runs the
-        whole program under those `tether.limits.Limits`."""
-        if temperature is not None:
-            check_number("temperature", temperature, 0.0)
-        check_seed(seed)
-        check_bool("healing", healing)
-        check_bool("fast_forward", fast_forward)
+        whole program under those `tether.limits.Limits`; ``chat_template`` (Jinja) writes
+        the turns instead of the model's own template."""
+        options = check_run_options(temperature, seed, healing, fast_forward, chat_template)
         active = check_limits_arg(limits)
         with limits_in_force(active) if active is not None else nullcontext():
-            return self._run(model, temperature, seed, healing, fast_forward)
-
-    def _run(self, model: Any, temperature: float | None, seed: int | None, healing: bool,
-             fast_forward: bool) -> ProgramResult:
-        if isinstance(model, str) or model is None:
-            from tether.models import load_model
-
-            model = load_model(model)
-        text = ""
-        result = ProgramResult("")
-        before = model.costs.snapshot()
-        hole = 0
-        for piece in self.pieces:
-            if isinstance(piece, Text):
-                text += piece.text
-                continue
-            if isinstance(piece, Program):  # nested program: inline it
-                sub = piece._run(model, temperature, seed, healing, fast_forward)
-                text += sub.text
-                result.captures.update(sub.captures)
-                result.errors.update(sub.errors)
-                continue
-            assert isinstance(piece, Gen | Select)
-            spec = piece.spec()
-            cc = compile_output(model, spec)
-            limits.check("max_prompt_chars", len(text), "the program text before a hole")
-            pp = prepare_prompt(model, text, healing=healing, chat_template=None)
-            temp = piece.temperature if isinstance(piece, Gen) and piece.temperature is not None else temperature
-            dec = Sample(temperature=temp, seed=None if seed is None else seed + hole) if temp else Argmax()
-            max_tokens = piece.max_tokens if isinstance(piece, Gen) else 64
-            stop = list(piece.stop) if isinstance(piece, Gen) else []
-            [d] = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal,
-                         max_tokens=max_tokens, stop=stop, fast_forward=fast_forward,
-                         close_on_budget=piece.close_on_budget, **region_options(spec, max_tokens))
-            g = to_generation(model, d, spec, Costs(), pp.text)
-            text += g.text
-            if piece.name is not None:
-                value = g.value  # None when the output is not complete (see errors)
-                if piece.list_append:
-                    result.captures.setdefault(piece.name, []).append(value)
-                else:
-                    result.captures[piece.name] = value
-                if g.error:
-                    result.errors[piece.name] = g.error
-            hole += 1
-        result.text = text
-        result.costs = model.costs.snapshot() - before
-        return result
+            model = check_model(model)
+            tr = write(model, Transcript(), self, options, None)
+            return ProgramResult(tr.render(model, options), dict(tr.captures), tr.costs, dict(tr.errors))
 
     __call__ = run

@@ -13,22 +13,44 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+# Pages checked against LMQL's documentation sources (the lmql.ai site's docs/ and
+# blog/ folders in github.com/eth-sri/lmql). Anchors are cited only where the heading has
+# a plain slug; features the docs pages do not cover cite where LMQL documents them
+# (a release post, the paper, the README).
 DOC = "https://lmql.ai/docs/"
+GETTING = DOC
 OVERVIEW = DOC + "language/overview.html"
+OVERVIEW_DIST = OVERVIEW + "#extracting-more-information-with-distributions"
 CONSTRAINTS = DOC + "language/constraints.html"
+NUMBER = CONSTRAINTS + "#number-type-constraints"
+REGEX = CONSTRAINTS  # "Regex Constraints" (a Preview-badged heading)
 REFERENCE = DOC + "language/reference.html"
+STANDARD = REFERENCE + "#standard-syntax"
+STANDALONE = REFERENCE + "#standalone-syntax"
+QSTRINGS = REFERENCE + "#query-strings"
+QSTRING_WHERE = REFERENCE + "#query-string-constraints-and-distributions"
+INTERPOLATION = REFERENCE + "#string-interpolation"
+TACTICS = REFERENCE + "#types-and-tactics"
+TYPES = REFERENCE + "#types"
+DIST = REFERENCE + "#distribution-clauses"
 SCRIPTED = DOC + "language/scripted-prompting.html"
+ESCAPING = SCRIPTED + "#escaping"
 DECODING = DOC + "language/decoding.html"
+DECODER_PARAMS = DECODING + "#additional-decoding-parameters"
 NESTED = DOC + "language/nestedqueries.html"
 TOOLS = DOC + "language/tools.html"
-TYPES = DOC + "language/constraints.html#data-types"
-REGEX = DOC + "language/constraints.html#regex"
-CHAT = DOC + "lib/chat.html"
-PYTHON = DOC + "lib/python.html"
-MODELS = DOC + "models/"
-DIST = DOC + "language/scripted-prompting.html#distribution"
 DECORATORS = DOC + "language/decorators.html"
-GETTING = DOC
+CHAT = DOC + "lib/chat/overview.html"  # role tags and `await input()` ("Your First Chatbot")
+PYTHON = DOC + "lib/python.html"
+PY_CONFIG = PYTHON + "#query-configuration"
+MODELS = DOC + "models/index.html"
+MODEL_LOADING = MODELS + "#loading-models"
+MODEL_SPEC = MODELS + "#specifying-the-model"
+BLOG_07 = "https://lmql.ai/blog/posts/release-0.7.html"  # "Types / Datatype Constraints"
+BLOG_0665 = "https://lmql.ai/blog/posts/release-0.0.6.5.html"  # one-line queries; context.prompt
+PAPER = "https://arxiv.org/abs/2212.06094"  # section 3.1: words, stops_at, Python in where
+README = "https://github.com/eth-sri/lmql#explore-lmql"  # the stops_at greeting example
+SOURCES = ("https://lmql.ai/docs/", "https://lmql.ai/blog/", PAPER, README)
 
 
 @dataclass
@@ -94,16 +116,16 @@ add("review", "Python variables interpolated; not-in constraint; in-list classif
     lambda r, m: "\n" not in r["ANALYSIS"],
     lambda r, m: r["CLS"] in (" positive", " neutral", " negative"),
     lambda r, m: "We had a great stay." in r.prompt)
-add("greet", "stops_at lower-case spelling + not in", GETTING,
+add("greet", "stops_at lower-case spelling + not in", README,
     '"Greet LMQL:[GREETINGS]\\n" where stops_at(GREETINGS, ".") and not "\\n" in GREETINGS\n',
     lambda r, m: stopped_at(r.holes[0], "."), lambda r, m: "\n" not in r["GREETINGS"])
-add("minimal-syntax", "a query with no decoder/from clause (minimal syntax)", REFERENCE,
+add("minimal-syntax", "a query with no decoder/from clause (minimal syntax)", STANDARD,
     '"Q: Name a colour.\\nA:[C]" where len(TOKENS(C)) < 4\n',
     lambda r, m: r.holes[0].n_tokens < 4)
-add("full-syntax", "decoder + body + from + where clauses", REFERENCE,
+add("full-syntax", "decoder + body + from + where clauses", STANDALONE,
     'argmax\n    "Q: Name a fruit.\\nA:[F]"\nfrom "openai/text-davinci-003"\nwhere len(TOKENS(F)) < 4\n',
     lambda r, m: r.holes[0].n_tokens < 4)
-add("uppercase-clauses", "upper-case clause keywords", REFERENCE,
+add("uppercase-clauses", "upper-case clause keywords", STANDALONE,
     'ARGMAX\n    "Q: Name an animal.\\nA:[A]"\nFROM "local:gpt2"\nWHERE len(TOKENS(A)) < 4\n',
     lambda r, m: r.holes[0].n_tokens < 4)
 
@@ -130,7 +152,7 @@ add("tokens-eq", "len(TOKENS(X)) == n", CONSTRAINTS,
     '"A story:[S]" where len(TOKENS(S)) == 3\n', lambda r, m: r.holes[0].n_tokens == 3)
 add("chars-lt", "character length len(X) < n", CONSTRAINTS,
     '"A nickname:[N]" where len(N) < 6\n', lambda r, m: len(r["N"]) < 6)
-add("words-lt", "len(WORDS(X)) < n", CONSTRAINTS,
+add("words-lt", "len(WORDS(X)) < n", PAPER,
     '"Describe the sky:[D]" where len(WORDS(D)) < 4 and len(TOKENS(D)) < 8\n',
     lambda r, m: len(r["D"].split()) < 4)
 add("in-list", "X in [...] choices", CONSTRAINTS,
@@ -139,16 +161,16 @@ add("in-list", "X in [...] choices", CONSTRAINTS,
 add("in-set", "X in set([...])", CONSTRAINTS,
     '"Pick a number word:[W]" where W in set([" one", " two", " three"])\n',
     lambda r, m: r["W"] in (" one", " two", " three"))
-add("in-runtime-list", "X in a list computed by the program", CONSTRAINTS,
+add("in-runtime-list", "X in a list computed by the program", SCRIPTED,
     'options = [" red", " green", " blue"]\n"Favourite colour:[C]" where C in options\n',
     lambda r, m: r["C"] in r["options"])
 add("eq-or", "X == a or X == b", CONSTRAINTS,
     '"Coin flip:[C]" where C == " heads" or C == " tails"\n',
     lambda r, m: r["C"] in (" heads", " tails"))
-add("int-constraint", "INT(X)", TYPES,
+add("int-constraint", "INT(X)", NUMBER,
     '"How many legs does a cat have? Answer:[N]" where INT(N) and len(TOKENS(N)) < 4\n',
     lambda r, m: re.fullmatch(r" ?[0-9]+", r["N"]) is not None)
-add("not-in-text", "not \"x\" in X", CONSTRAINTS,
+add("not-in-text", "not \"x\" in X", OVERVIEW,
     '"A word without commas:[W]" where not "," in W and len(TOKENS(W)) < 6\n',
     lambda r, m: "," not in r["W"])
 add("regex-constraint", "REGEX(X, pattern)", REGEX,
@@ -157,35 +179,35 @@ add("regex-constraint", "REGEX(X, pattern)", REGEX,
 add("and-combined", "conjunction of stop and length", CONSTRAINTS,
     '"A fact:[F]" where STOPS_AT(F, ".") and len(TOKENS(F)) < 8\n',
     lambda r, m: r.holes[0].n_tokens < 8, lambda r, m: stopped_at(r.holes[0], "."))
-add("inline-where-several", "different constraints per prompt statement", CONSTRAINTS,
+add("inline-where-several", "different constraints per prompt statement", QSTRING_WHERE,
     '"Q1:[A]" where A in [" yes", " no"]\n"\\nQ2:[B]" where len(TOKENS(B)) < 3\n',
     lambda r, m: r["A"] in (" yes", " no"), lambda r, m: r.holes[1].n_tokens < 3)
-add("where-clause-global", "a where clause after the body constrains several holes", REFERENCE,
+add("where-clause-global", "a where clause after the body constrains several holes", STANDALONE,
     'argmax\n    "A:[X]\\nB:[Y]"\nfrom "embedded"\nwhere len(TOKENS(X)) < 3 and Y in [" up", " down"]\n',
     lambda r, m: r.holes[0].n_tokens < 3, lambda r, m: r["Y"] in (" up", " down"))
-add("user-function", "a Python function in a constraint", CONSTRAINTS,
+add("user-function", "a Python function in a constraint", PAPER,
     'def short(s):\n    return len(s) < 12\n"Say hi:[H]" where short(H) and len(TOKENS(H)) < 6\n',
     # a user function is judged on values (not masked eagerly): the result says truthfully
     # whether it held
     lambda r, m: r.holes[0].satisfied == (len(r["H"]) < 12 and r.holes[0].n_tokens < 6), base=False)
 
 # -- types ---------------------------------------------------------------------------------
-add("typed-int", "[N: int] typed hole gives an int", TYPES,
+add("typed-int", "[N: int] typed hole gives an int", TACTICS,
     '"How many days in a week?[N: int]"\n',
     lambda r, m: isinstance(r["N"], int))
-add("typed-regex", '[X: r"..."] typed regex hole', REGEX,
+add("typed-regex", '[X: r"..."] typed regex hole', TACTICS,
     '"Time: [T: r\'[0-2][0-9]:[0-5][0-9]\']"\n',
     lambda r, m: re.fullmatch(r"[0-2][0-9]:[0-5][0-9]", r["T"]) is not None)
-add("typed-regex-nested-quotes", "typed regex hole quoting with its string's own quote", REGEX,
+add("typed-regex-nested-quotes", "typed regex hole quoting with its string's own quote", TACTICS,
     '"Name: [NAME: r"[a-z]+"]"\n',
     lambda r, m: re.fullmatch(r"[a-z]+", r["NAME"]) is not None)
-add("typed-dataclass", "[P: Person] dataclass type", TYPES,
+add("typed-dataclass", "[P: Person] dataclass type", BLOG_07,
     'from dataclasses import dataclass\n@dataclass\nclass Person:\n    name: str\n    age: int\n'
     '"Alice is 21 years old.\\nAs JSON: [P: Person]"\n',
     lambda r, m: type(r["P"]).__name__ == "Person" and isinstance(r["P"].age, int) and isinstance(r["P"].name, str))
 add("typed-float", "[X: float]", TYPES,
     '"Pi is about [X: float]"\n', lambda r, m: isinstance(r["X"], float))
-add("type-constraint", "type(X) is int in where", TYPES,
+add("type-constraint", "type(X) is int in where", BLOG_07,
     '"Number of moons of Earth:[N]" where type(N) is int\n', lambda r, m: isinstance(r["N"], int))
 
 # -- scripted prompting / control flow ------------------------------------------------------
@@ -202,29 +224,29 @@ add("while-loop", "while loop with a counter", SCRIPTED,
 add("python-between", "Python code between prompts (string ops)", SCRIPTED,
     '"A word:[W]" where len(TOKENS(W)) < 3\nup = W.upper()\n"\\nUpper: {up}"\n',
     lambda r, m: r.prompt.endswith("Upper: " + r["W"].upper()))
-add("escapes", "[[ ]] and {{ }} escapes", REFERENCE,
+add("escapes", "[[ ]] and {{ }} escapes", ESCAPING,
     '"JSON: {{\\"a\\": [[1]]}} then[X]" where len(TOKENS(X)) < 2\n',
     lambda r, m: r.prompt.startswith('JSON: {"a": [1]} then'))
-add("multiline-prompt", "triple-quoted multi-line prompt statement", REFERENCE,
+add("multiline-prompt", "triple-quoted multi-line prompt statement", QSTRINGS,
     '"""Line one\nLine two:[X]""" where len(TOKENS(X)) < 3\n',
     lambda r, m: r.prompt.startswith("Line one\nLine two:"))
-add("fstring-expr", "{expression} with a call and format", REFERENCE,
+add("fstring-expr", "{expression} with a call and format", INTERPOLATION,
     'xs = [1, 2, 3]\n"Sum is {sum(xs)}; next:[X]" where len(TOKENS(X)) < 2\n',
     lambda r, m: r.prompt.startswith("Sum is 6; next:"))
 add("return-value", "return a value from the query", PYTHON,
     '"Yes or no?[A]" where A in [" yes", " no"]\nreturn A.strip()\n',
     lambda r, m: r.return_value in ("yes", "no") and r.returned)
-add("context-prompt", "context.prompt: the prompt so far", REFERENCE,
+add("context-prompt", "context.prompt: the prompt so far", BLOG_0665,
     '"Topic:[T]" where len(TOKENS(T)) < 3\nsofar = context.prompt\n',
     lambda r, m: r["sofar"] == "Topic:" + r["T"])
-add("input", "await input() in a query", SCRIPTED,
+add("input", "await input() in a query", CHAT,
     'q = await input("Question: ")\n"Q: {q}\\nA:[A]" where len(TOKENS(A)) < 3\n',
     lambda r, m: "Q: What is 2+2?" in r.prompt, args={"input_fn": lambda p: "What is 2+2?"})
 
 # -- decoders ------------------------------------------------------------------------------
 add("argmax", "argmax decoder", DECODING,
     'argmax\n    "Q: 1+1=[A]" where len(TOKENS(A)) < 3\n', lambda r, m: len(r.results) == 1)
-add("argmax-max-len", "decoder argument max_len", DECODING,
+add("argmax-max-len", "decoder argument max_len", DECODER_PARAMS,
     'argmax(max_len=3)\n    "A long essay:[E]"\n', lambda r, m: r.holes[0].n_tokens <= 3)
 add("sample-n", "sample(n=2, temperature=...)", DECODING,
     'sample(n=2, temperature=0.8)\n    "A colour:[C]" where len(TOKENS(C)) < 3\n',
@@ -232,13 +254,13 @@ add("sample-n", "sample(n=2, temperature=...)", DECODING,
 add("beam-n", "beam(n=2)", DECODING,
     'beam(n=2)\n    "A colour:[C]" where len(TOKENS(C)) < 3\n',
     lambda r, m: len(r.results) == 2 and r.results[0].logprob >= r.results[1].logprob)
-add("decoder-one-line", "decoder and prompt on one line", REFERENCE,
+add("decoder-one-line", "decoder and prompt on one line", BLOG_0665,
     'argmax "Q: Hi[X]" where len(TOKENS(X)) < 2\n', lambda r, m: r.holes[0].n_tokens < 2)
-add("distribution", "distribution clause", DIST,
+add("distribution", "distribution clause", OVERVIEW_DIST,
     'argmax\n    "Is the sky blue?[ANSWER]"\nfrom "embedded"\ndistribution\n    ANSWER in [" yes", " no"]\n',
     lambda r, m: abs(sum(r.distributions["ANSWER"].values()) - 1) < 1e-6
     and r["ANSWER"] == max(r.distributions["ANSWER"], key=r.distributions["ANSWER"].get))
-add("distribution-inline", "inline distribution clause after a prompt", DIST,
+add("distribution-inline", "inline distribution clause after a prompt", QSTRING_WHERE,
     '"Is fire hot?[A]" distribution A in [" yes", " no"]\n',
     lambda r, m: set(r.distributions["A"]) == {" yes", " no"})
 add("distribution-var", "distribution over a runtime list", DIST,
@@ -288,10 +310,10 @@ add("chat-multiturn", "two chat turns in a loop", CHAT,
     lambda r, m: len(r.values("A")) == 2)
 
 # -- models --------------------------------------------------------------------------------
-add("from-model-call", "from lmql.model(...) with keyword options", MODELS,
+add("from-model-call", "from lmql.model(...) with keyword options", MODEL_LOADING,
     'import lmql\nargmax\n    "Q: Hi[X]" where len(TOKENS(X)) < 2\nfrom lmql.model("local:gpt2", cuda=True)\n',
     lambda r, m: r.holes[0].n_tokens < 2, args={"model": None})
-add("from-variable", "from a variable holding the model", MODELS,
+add("from-variable", "from a variable holding the model", MODEL_SPEC,
     'argmax\n    "Q: Hi[X]" where len(TOKENS(X)) < 2\nfrom m\n',
     lambda r, m: r.holes[0].n_tokens < 2, args={"model": None, "m": "MODEL"})
 
@@ -317,11 +339,11 @@ add("py-async-query", "async @lmql.query awaited", PYTHON,
     'import asyncio, lmql\n@lmql.query\nasync def q():\n    \'\'\'lmql\n    "Pick:[X]" where X in [" up", " down"]\n    return X\n    \'\'\'\n'
     'RESULT = asyncio.run(q())\n',
     lambda r, m: r["RESULT"] in (" up", " down"), python=True)
-add("py-query-decoder-kw", "@lmql.query(decoder=..., n=...) keywords", PYTHON,
+add("py-query-decoder-kw", "@lmql.query(decoder=..., n=...) keywords", PY_CONFIG,
     'import lmql\n@lmql.query(decoder="sample", n=2, temperature=0.7)\ndef q():\n    \'\'\'lmql\n'
     '    "A word:[W]" where len(TOKENS(W)) < 3\n    \'\'\'\nRESULT = q()\n',
     lambda r, m: isinstance(r["RESULT"], list) and len(r["RESULT"]) == 2, python=True)
-add("py-model", "lmql.model(...) object passed to a query", PYTHON,
+add("py-model", "lmql.model(...) object passed to a query", PY_CONFIG,
     'import lmql\n@lmql.query(model=lmql.model("openai/gpt-3.5-turbo-instruct"))\ndef q():\n    \'\'\'lmql\n'
     '    "Q:[X]" where X in [" a", " b"]\n    return X\n    \'\'\'\nRESULT = q()\n',
     lambda r, m: r["RESULT"] in (" a", " b"), python=True)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from programs import P, Program  # noqa: E402
+from programs import SOURCES, P, Program  # noqa: E402
 
 pytestmark = pytest.mark.model
 
@@ -87,4 +87,4 @@ def test_full(program: Program, model: Any) -> None:
 def test_suite_size_and_citations() -> None:
     assert len(P) >= 60
     assert len({p.id for p in P}) == len(P)
-    assert all(p.cite.startswith("https://lmql.ai/docs") and p.feature for p in P)
+    assert all(p.cite.startswith(SOURCES) and p.feature for p in P)

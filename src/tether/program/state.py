@@ -1,0 +1,233 @@
+"""Guidance-style model states: ``lm = ModelState(model) + "text"``; ``lm += gen(...)``.
+
+    lm = ModelState(model) + "Name: "
+    lm += gen("name", regex=r"[A-Z][a-z]+")
+    with user():
+        lm += "Is the sky blue?"
+    with assistant():
+        lm += select(["yes", "no"], name="answer")
+    lm["name"], lm["answer"], str(lm)
+
+A `ModelState` is immutable: ``+`` writes the new piece (text, a hole, a program, a role
+turn, a `function` call) after everything the state holds and returns a new state; the
+old one is unchanged, so a state can be branched. Holes are filled when they are added,
+with the text so far as the prompt, exactly as `Program.run` fills them (same token
+healing, same captures and errors). The model keeps its KV cache between appends (its
+prompt is the previous one plus the new text), so the shared prefix is not evaluated
+again.
+
+Roles: inside ``with system():`` / ``with user():`` / ``with assistant():`` every
+append goes into one turn of that role, written with the model's own chat template; the
+turn stays open while the block is, and ``str(lm)`` shows it closed once the block ends.
+``user("text")`` with content is a turn piece that may be added outside a block.
+
+Stateful functions: `function` makes a Python function ``f(lm, *args)`` that appends to
+``lm`` and returns the result into a piece, ``lm += f(args)``; it can also sit inside a
+`Program`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from tether.decoding.decoders import ArgumentError
+from tether.limits import Limits
+from tether.limits import limits as limits_in_force
+from tether.models.base import Costs
+from tether.program.arguments import check_limits_arg
+from tether.program.compose import (
+    ACTIVE_BLOCK,
+    Deferred,
+    RoleBlock,
+    RunOptions,
+    Scope,
+    Transcript,
+    _as_program,
+    check_model,
+    check_run_options,
+    write,
+)
+
+
+class ModelState:
+    """A model and everything written to it so far; immutable (``+`` returns a new state).
+
+    Args:
+        model: a steerable model, or a name for `tether.load_model` (None: the default).
+        temperature: None or 0 decodes holes with argmax; above 0 each hole samples (with
+            seed ``seed + hole index`` when a seed is given). A hole's own
+            ``gen(temperature=)`` wins.
+        seed: the sampling seed.
+        healing: token healing at each hole's boundary (as `Program.run`).
+        fast_forward: write forced tokens without a model call.
+        chat_template: a Jinja template for the turns instead of the model's own.
+        limits: `tether.limits.Limits` in force while each append runs.
+    """
+
+    __slots__ = ("_block", "_limits", "_options", "_scope", "_tr", "model")
+    model: Any
+    _tr: Transcript
+    _options: RunOptions
+    _limits: Limits | None
+    _block: RoleBlock | None
+    _scope: Scope | None
+
+    def __init__(self, model: Any = None, *, temperature: float | None = None, seed: int | None = None,
+                 healing: bool = True, fast_forward: bool = True, chat_template: str | None = None,
+                 limits: Limits | None = None) -> None:
+        options = check_run_options(temperature, seed, healing, fast_forward, chat_template)
+        active = check_limits_arg(limits)
+        with limits_in_force(active) if active is not None else nullcontext():
+            resolved = check_model(model)
+        self._init(resolved, Transcript(), options, active, None, None)
+
+    def _init(self, model: Any, tr: Transcript, options: RunOptions, limits: Limits | None,
+              block: RoleBlock | None, scope: Scope | None) -> None:
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "_tr", tr)
+        object.__setattr__(self, "_options", options)
+        object.__setattr__(self, "_limits", limits)
+        object.__setattr__(self, "_block", block)  # the role block of the last append
+        object.__setattr__(self, "_scope", scope)  # the turn appends go to outside a block
+
+    @classmethod
+    def _of(cls, model: Any, tr: Transcript, options: RunOptions, limits: Limits | None,
+            block: RoleBlock | None, scope: Scope | None) -> ModelState:
+        state = cls.__new__(cls)
+        state._init(model, tr, options, limits, block, scope)
+        return state
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a ModelState is immutable: write lm = lm + ... instead of setting {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a ModelState is immutable: {name!r} cannot be deleted")
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def __add__(self, other: Any) -> ModelState:
+        """A new state: ``other`` (str, gen(), select(), a program, a role turn, a
+        function call) written after this one, its holes filled now."""
+        if isinstance(other, ModelState):
+            raise ArgumentError("lm + ...", other, "text, a hole, a program or a function call (not another state)")
+        piece = _as_program(other)
+        block = ACTIVE_BLOCK.get()
+        scope = self._scope
+        if block is not None:
+            if scope is not None and block.scope != scope:
+                raise ArgumentError(f"with {block.role}()", block, f"outside other turns (inside a {scope.role} turn)")
+            scope = block.scope
+        with limits_in_force(self._limits) if self._limits is not None else nullcontext():
+            tr = write(self.model, self._tr, piece, self._options, scope)
+        return ModelState._of(self.model, tr, self._options, self._limits, block, self._scope)
+
+    def __radd__(self, other: Any) -> ModelState:
+        raise ArgumentError("... + lm", other, "written after the state: lm + 'text', not 'text' + lm")
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _open_turn(self) -> Scope | None:
+        """The turn still being written: the last one, while its block (or the role piece
+        a function runs in) is open."""
+        last = self._tr.last_scope()
+        if last is None:
+            return None
+        if self._block is not None and self._block.active and self._block.scope == last:
+            return last
+        return last if self._scope == last else None
+
+    @property
+    def text(self) -> str:
+        """All the text: plain, or (with turns) the conversation in the chat template."""
+        with limits_in_force(self._limits) if self._limits is not None else nullcontext():
+            return self._tr.render(self.model, self._options, open_turn=self._open_turn())
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __getitem__(self, name: str) -> Any:
+        """The value captured under ``name`` (None where the hole's output was incomplete:
+        see `errors`)."""
+        try:
+            return self._tr.captures[name]
+        except KeyError:
+            known = ", ".join(map(repr, sorted(self._tr.captures))) or "none yet"
+            raise KeyError(f"no capture named {name!r} (captured: {known})") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tr.captures
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._tr.captures.get(name, default)
+
+    @property
+    def captures(self) -> dict[str, Any]:
+        """Every capture by name (a copy)."""
+        return dict(self._tr.captures)
+
+    @property
+    def errors(self) -> dict[str, str]:
+        """Why a capture is None: its hole's output was incomplete under its constraint."""
+        return dict(self._tr.errors)
+
+    @property
+    def costs(self) -> Costs:
+        """What the appends since the first state cost on the model."""
+        return self._tr.costs.snapshot()
+
+    def __repr__(self) -> str:
+        text = self._tr.plain_text()
+        shown = text if len(text) <= 60 else text[:28] + "…" + text[-28:]
+        return f"ModelState({getattr(self.model, 'name', 'model')!r}, {shown!r}, captures={sorted(self._tr.captures)})"
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Deferred):
+    """A `function` called with its arguments: written when its turn comes."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+
+    def apply(self, model: Any, transcript: Transcript, options: RunOptions, scope: Scope | None) -> Transcript:
+        start = ModelState._of(model, transcript, options, None, ACTIVE_BLOCK.get(), scope)
+        out = self.fn(start, *self.args, **dict(self.kwargs))
+        name = getattr(self.fn, "__qualname__", "the function")
+        if not isinstance(out, ModelState):
+            raise ArgumentError(f"the return value of {name}", out, "the model state it was given, with its appends")
+        n = len(transcript.chunks)
+        if out.model is not model or out._tr.chunks[:n] != transcript.chunks:
+            raise ArgumentError(f"the return value of {name}", out,
+                                "a state grown from the one it was given (lm + ...), on the same model")
+        return out._tr
+
+
+def function(fn: Callable[..., Any]) -> Callable[..., Call]:
+    """Make ``fn(lm, *args, **kwargs)`` — which appends to ``lm`` and returns the grown
+    state — into a piece: ``lm += fn(*args, **kwargs)``.
+
+        @function
+        def qa(lm, question):
+            with user():
+                lm += question
+            with assistant():
+                lm += gen("answer", stop="\\n", max_tokens=20)
+            return lm
+
+        lm = ModelState(model) + qa("Is the sky blue?")
+
+    The call is a piece like any other: it may sit in a `Program` (``"x" + qa("...")``)
+    or in a role turn, where ``fn``'s appends go into that turn.
+    """
+    if not callable(fn):
+        raise ArgumentError("function(fn)", fn, "a function taking the model state first")
+
+    @functools.wraps(fn)
+    def make(*args: Any, **kwargs: Any) -> Call:
+        return Call(fn, args, tuple(kwargs.items()))
+
+    return make
