@@ -47,7 +47,13 @@ from tether.limits import limits as limits_in_force
 from tether.models.base import Costs, Model
 from tether.program.arguments import check_limits_arg, check_stop
 from tether.program.chat import render_chat, render_open_turn, tokenize_rendered
-from tether.program.generate import compile_output, prepare_prompt, region_options, to_generation
+from tether.program.generate import (
+    Generation,
+    compile_output,
+    prepare_prompt,
+    region_options,
+    to_generation,
+)
 from tether.program.outputs import (
     DEFAULT_OPTIONS,
     OutputOptions,
@@ -57,6 +63,7 @@ from tether.program.outputs import (
     output_spec,
     triggered_spec,
 )
+from tether.program.remote import fill_hole as remote_hole
 
 
 class Piece:
@@ -318,8 +325,8 @@ def check_model(model: Any) -> Any:
         from tether.models import load_model
 
         return load_model(model)
-    if not isinstance(model, Model):
-        raise ArgumentError("model", model, "a steerable model (tether.load_model(...)): holes need its logits")
+    if not isinstance(model, Model) and not getattr(model, "black_box", False):
+        raise ArgumentError("model", model, "a model from tether.load_model(...)")
     return model
 
 
@@ -397,6 +404,18 @@ def fill_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptio
         raise ArgumentError("a hole outside a turn", piece,
                             "inside system()/user()/assistant() once the program has chat turns")
     spec = piece.spec()
+    temp = piece.temperature if isinstance(piece, Gen) and piece.temperature is not None else options.temperature
+    seed = options.seed
+    dec = Sample(temperature=temp, seed=None if seed is None else seed + tr.holes) if temp else Argmax()
+    max_tokens = piece.max_tokens if isinstance(piece, Gen) else 64
+    stop = list(piece.stop) if isinstance(piece, Gen) else []
+    before = model.costs.snapshot()
+    if getattr(model, "black_box", False) and not (tr.chat or scope is not None):
+        # an HTTP model: one request per hole, the constraint in the server's own field
+        prompt = tr.plain_text()
+        limits.check("max_prompt_chars", len(prompt), "the program text before a hole")
+        g = remote_hole(model, prompt, spec, decoder=dec, max_tokens=max_tokens, stop=stop)
+        return _with_hole(tr, piece, g, scope, model.costs.snapshot() - before)
     cc = compile_output(model, spec)
     if tr.chat or scope is not None:
         prompt = tr.render(model, options, open_turn=scope)
@@ -410,16 +429,16 @@ def fill_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptio
         limits.check("max_prompt_chars", len(prompt), "the program text before a hole")
         pp = prepare_prompt(model, prompt, healing=options.healing, chat_template=None)
         tokens, heal = pp.tokens, pp.heal
-    temp = piece.temperature if isinstance(piece, Gen) and piece.temperature is not None else options.temperature
-    seed = options.seed
-    dec = Sample(temperature=temp, seed=None if seed is None else seed + tr.holes) if temp else Argmax()
-    max_tokens = piece.max_tokens if isinstance(piece, Gen) else 64
-    stop = list(piece.stop) if isinstance(piece, Gen) else []
-    before = model.costs.snapshot()
     [d] = decode(model, tokens, cc.matcher() if cc is not None else None, dec, heal=heal,
                  max_tokens=max_tokens, stop=stop, fast_forward=options.fast_forward,
                  close_on_budget=piece.close_on_budget, **region_options(spec, max_tokens))
     g = to_generation(model, d, spec, Costs(), prompt)
+    return _with_hole(tr, piece, g, scope, model.costs.snapshot() - before)
+
+
+def _with_hole(tr: Transcript, piece: Gen | Select, g: Generation, scope: Scope | None,
+               spent: Costs) -> Transcript:
+    """``tr`` with the hole's output ``g`` written and captured."""
     captures, errors = tr.captures, tr.errors
     if piece.name is not None:
         captures, errors = dict(captures), dict(errors)
@@ -433,7 +452,7 @@ def fill_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptio
             errors[piece.name] = g.error
         elif not piece.list_append:
             errors.pop(piece.name, None)  # the error was about the value this one replaces
-    costs = _add_costs(tr.costs, model.costs.snapshot() - before)
+    costs = _add_costs(tr.costs, spent)
     chunks = tr.chunks + (Chunk(g.text, scope),) if g.text else tr.chunks
     return Transcript(chunks, captures, errors, costs, tr.holes + 1, tr.chat or scope is not None)
 

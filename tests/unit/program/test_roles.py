@@ -125,8 +125,8 @@ def test_a_template_that_drops_the_open_turn() -> None:
         (user("Hi") + assistant("so far ", select(["ok"], name="x"))).run(model)
 
 
-def test_a_steerable_model_is_required() -> None:
-    with pytest.raises(ArgumentError, match="steerable"):
+def test_a_model_is_required() -> None:
+    with pytest.raises(ArgumentError, match="load_model"):
         user("Hi").run(object())
 
 

@@ -141,7 +141,7 @@ def test_bad_operands() -> None:
             lm + bad  # noqa: B018
     with pytest.raises(ArgumentError, match="written after the state"):
         "x" + lm  # noqa: B018
-    with pytest.raises(ArgumentError, match="steerable"):
+    with pytest.raises(ArgumentError, match="load_model"):
         ModelState(object())
     with pytest.raises(ArgumentError):
         ModelState(ScriptedModel(), temperature=-1)
