@@ -867,7 +867,12 @@ class Runtime:
         st = HoleState(req.name, "", False, 0, req.scope, req.future - {req.name} - req.scope.keys(), None)
         p = plan(req.constraint, st)
         output: Any = None
-        if p.choices is not None:
+        if req.spec is not None:  # a typed hole: the type goes to the server (response_format, as generate)
+            if req.after is not None:
+                raise ModelError(f"hole [{req.name}]: AFTER(...) needs a model with logits; the server of a "
+                                 "black-box model cannot enforce a triggered region")
+            output = req.output
+        elif p.choices is not None:
             output = list(p.choices)
         elif len(p.regexes) == 1:
             output = regex(p.regexes[0])
@@ -896,6 +901,8 @@ class Runtime:
             fv = evaluate(req.constraint, st.extended(text, 0, True))
             later = any(mentions(req.constraint, h) for h in st.future)
             ok = bool(fv.value) if fv.ann == FIN else later
+        if req.spec is not None and g.error is not None:  # the server's text is no complete value of the type
+            ok = False
         return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how, satisfied=ok)
 
     def run_simple(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:

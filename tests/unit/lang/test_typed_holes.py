@@ -187,3 +187,14 @@ def test_after_with_budget_in_beam() -> None:
 def test_after_errors(where: str, word: str) -> None:
     with pytest.raises(ConstraintError, match=word):
         run_query(f'"A:[N: int]" where {where}', model=rule_model({}))
+
+
+def test_typed_hole_on_a_black_box_model_sends_the_type_and_checks_the_reply() -> None:
+    from test_runtime import FakeHTTPModel
+
+    m = FakeHTTPModel({"n:": "12", "p:": '{"x":1}'})
+    r = load_query('"n:[N: int]\\np:[P: Point]"', env={"Point": Point}).run(model=m)
+    assert r["N"] == 12 and r.holes[0].satisfied
+    assert r["P"] is None and not r.holes[1].satisfied  # "y" is missing: reported, not trusted
+    with pytest.raises(Exception, match="AFTER"):
+        run_query('"n:[N: int]" where AFTER(N, "</think>")', model=FakeHTTPModel({}))
