@@ -15,8 +15,9 @@ Prompt statements may carry an inline constraint: ``"... [ANSWER]" where len(ANS
 
 Inside a prompt string (f-string-like):
 
-* ``[NAME]`` a hole; ``[NAME: type]`` a typed hole (``int``, ``r"regex"``, a dataclass,
-  a nested query call); ``[@dec NAME]`` applies variable decorators;
+* ``[NAME]`` a hole; ``[NAME: type]`` a typed hole (``int``, ``r"regex"``, a dataclass, any
+  output type ``generate`` takes, a nested query call); ``[@dec NAME]`` applies variable
+  decorators;
 * ``{expr}`` interpolates a Python expression; ``{:system}``/``{:user}``/``{:assistant}``
   start a chat turn;
 * ``[[``, ``]]``, ``{{``, ``}}`` are literal brackets and braces.
