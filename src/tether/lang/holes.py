@@ -187,7 +187,7 @@ class HoleDecoder:
         if not self.typed:
             return True
         raw = text.encode()
-        if raw == self.raw:
+        if raw == self.raw and not self.done:  # (a step that ends the hole is not consumed)
             return bool(self.matchers[0].is_accepting())
         assert self.origin is not None
         m = self.origin.copy()

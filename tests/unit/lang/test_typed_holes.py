@@ -198,3 +198,11 @@ def test_typed_hole_on_a_black_box_model_sends_the_type_and_checks_the_reply() -
     assert r["P"] is None and not r.holes[1].satisfied  # "y" is missing: reported, not trusted
     with pytest.raises(Exception, match="AFTER"):
         run_query('"n:[N: int]" where AFTER(N, "</think>")', model=FakeHTTPModel({}))
+
+
+def test_a_typed_hole_ended_by_the_budget_token_is_judged_on_its_whole_text() -> None:
+    # the last token the budget allows completes the value: satisfied, value parsed
+    r = run_query('"n: [N: int]"', model=rule_model({"n: ": "123"}), max_tokens=1)
+    h = r.holes[0]
+    assert h.n_tokens == 1 and h.satisfied == (r["N"] is not None)
+    assert r["N"] == int(h.text)
