@@ -154,7 +154,8 @@ class HoleDecoder:
         self.origin = typed.copy() if typed is not None else None  # re-checks a cut value
         if typed is not None:
             self.matchers.insert(0, typed)
-        self.stop_outside = self.typed  # what the type forbids counts as ending (`best_steps`)
+        self.stop_outside = self.typed  # what the type forbids counts as ending (`best_steps`; the runtime's
+        # ``stop_outside=False`` decoder keyword turns it off)
         self.triggers: list[bytes] = []  # triggered region (AFTER): budget closing stops at a trigger
         self.reserve = 0  # tokens kept for the constrained part while in the free region
         self.max_tokens = max_tokens if self.plan.max_tokens is None else min(max_tokens, self.plan.max_tokens)

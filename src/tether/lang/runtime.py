@@ -636,6 +636,7 @@ class Runtime:
         self.use_engine = bool(args.get("engine", True))
         self.batch = bool(args.get("batch", True))
         self.close_on_budget = bool(args.get("close_on_budget", True))
+        self.stop_outside = bool(args.get("stop_outside", True))  # typed holes (HoleDecoder.stop_outside)
         self._compiled: dict[tuple[int, bool], tuple[OutputSpec, Any]] = {}
 
     # -- small services for executions ---------------------------------------------------
@@ -719,6 +720,7 @@ class Runtime:
         self._count_start(len(prompt))
         dec = HoleDecoder(self.model, self.info, prompt, req.name, req.constraint, req.scope,
                           req.future, req.post_text, self.max_tokens, self.stop_on_masked, self.use_engine, typed)
+        dec.stop_outside = dec.typed and self.stop_outside
         if req.spec is not None and req.spec.kind == "triggered":
             region = region_options(req.spec, dec.max_tokens)
             dec.triggers = [t.encode() for t in region["close_at"]]

@@ -82,6 +82,11 @@ def test_stop_outside_counts_the_forbidden_mass_as_end_at_argmax() -> None:
     assert r["N"] == 4 and r.holes[0].stopped == "eos"
 
 
+def test_stop_outside_off_in_the_decoder_clause() -> None:
+    r = run_query('argmax(stop_outside=False)\n    "n: [N: int]"', model=_plateau_model())
+    assert str(r["N"]).startswith("42")  # the best single token wins: the digits go on
+
+
 def test_stop_outside_in_beam() -> None:
     r = run_query('beam(n=2)\n    "n: [N: int]"', model=_plateau_model())
     assert r["N"] == 4
