@@ -188,8 +188,11 @@ class HoleDecoder:
         if not self.typed:
             return True
         raw = text.encode()
-        if raw == self.raw and not self.done:  # (a step that ends the hole is not consumed)
-            return bool(self.matchers[0].is_accepting())
+        if not self.done and raw.startswith(self.raw):  # (a step that ends the hole is not consumed)
+            if raw == self.raw:
+                return bool(self.matchers[0].is_accepting())
+            m = self.matchers[0].copy()  # a candidate's extension: from the current state
+            return bool(m.consume_bytes(raw[len(self.raw):]) and m.is_accepting())
         assert self.origin is not None
         m = self.origin.copy()
         return bool(m.consume_bytes(raw) and m.is_accepting())
@@ -303,34 +306,44 @@ class HoleDecoder:
         if not sets:
             return None
         out = sets[0]
-        for s in sets[1:]:
-            out = np.intersect1d(out, s)
-        return np.union1d(out, np.array(sorted(info.eos), dtype=np.int64))
+        for s in sets[1:]:  # sorted id sets: intersect through a table (linear, no sort)
+            keep = np.zeros(info.size, dtype=bool)
+            keep[s] = True
+            out = out[keep[out]]
+        eos = np.array(sorted(info.eos), dtype=np.int64)
+        at = np.searchsorted(out, eos)
+        missing = eos[(at >= len(out)) | (out[np.minimum(at, max(len(out) - 1, 0))] != eos)] if len(out) else eos
+        return np.insert(out, np.searchsorted(out, missing), missing) if len(missing) else out
 
     def ordered(self, logits: np.ndarray, allowed: np.ndarray | None) -> Iterator[int]:
-        """Candidate ids, most likely first (lazy: partial sorts, growing)."""
+        """Candidate ids, most likely first (lazy: partial sorts, growing). An allowed set
+        of up to 8192 ids is sorted at once (stable: ties in id order)."""
         n = self.info.size
         if allowed is not None:
             if len(allowed) == 0:
                 return
-            vals = logits[allowed]
-            for j in np.argsort(-vals, kind="stable"):
-                yield int(allowed[j])
-            return
-        row = logits[:n]
+            row = logits[allowed]
+            if len(allowed) <= 8192:
+                for j in np.argsort(-row, kind="stable"):
+                    yield int(allowed[j])
+                return
+        else:
+            row = logits[:n]
+        size = len(row)
         seen = 0
-        for k in (32, 512, 8192, n):
-            k = min(k, n)
-            if k == n:
+        for k in (32, 512, 8192, size):
+            k = min(k, size)
+            if k == size:
                 idx = np.argsort(-row, kind="stable")
             else:
                 part = np.argpartition(-row, k - 1)[:k]
                 idx = part[np.argsort(-row[part], kind="stable")]
-            for t in idx[seen:]:
-                if not self.info.skip[t]:
-                    yield int(t)
+            for j in idx[seen:]:
+                t = int(allowed[j]) if allowed is not None else int(j)
+                if allowed is not None or not self.info.skip[t]:
+                    yield t
             seen = k
-            if k == n:
+            if k == size:
                 return
 
     def context(self) -> list[int]:
