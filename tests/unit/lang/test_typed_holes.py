@@ -168,6 +168,15 @@ def test_after_closes_the_free_region_within_the_budget() -> None:
     assert "</think>" in h.text and isinstance(r["N"], int) and h.satisfied and h.n_tokens <= 40
 
 
+def test_after_closes_the_free_region_in_sampled_branches() -> None:
+    m = rule_model({"A:": " and so on" * 20, "</think>": "7"})
+    r = load_query('sample(n=2, temperature=1.0)\n    "A:[N: int]" where AFTER(N, "</think>")').run(
+        model=m, max_tokens=40, seed=3)
+    for x in r.results:
+        h = x.holes[0]
+        assert h.satisfied and h.n_tokens <= 40 and "</think>" in h.text and x["N"] == 7, h
+
+
 def test_after_with_a_dict_of_triggers_and_beam() -> None:
     m = rule_model({"A:": " hmm<b>true"})
     r = load_query('beam(n=2)\n    "A:[X]" where AFTER(X, {"<a>": int, "<b>": bool})').run(model=m)
