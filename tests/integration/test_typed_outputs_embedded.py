@@ -103,3 +103,65 @@ def test_after_in_a_program_hole(model) -> None:
     r = p.run(model)
     assert isinstance(p, Program) and not r.errors and isinstance(r["n"], int)
     assert re.search(r"</think>-?[0-9]+$", r.text), r.text
+
+
+# --- LMQL typed holes and beam search -------------------------------------------------------
+
+LEGS = '"Q: How many legs does a dog have?\\nA:[N: int]"'
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1, 2])
+def test_lmql_int_hole_ends_with_a_stop(model, seed: int | None) -> None:
+    from tether.lang import load_query
+
+    src = LEGS if seed is None else "sample(temperature=1.0)\n" + LEGS
+    r = load_query(src).run(model=model, seed=seed)
+    h = r.holes[0]
+    assert h.stopped == "eos" and h.satisfied and isinstance(r["N"], int), h
+    assert re.fullmatch(r" ?-?[0-9]{1,19}", h.text), h.text
+
+
+def test_lmql_dataclass_hole_is_closed_and_valid(model) -> None:
+    from dataclasses import dataclass
+
+    from tether.lang import load_query
+
+    @dataclass
+    class Person:
+        name: str
+        age: int
+
+    r = load_query('"Alice is 21 years old.\\nAs JSON:[P: Person]"', env={"Person": Person}).run(model=model,
+                                                                                              max_tokens=40)
+    h = r.holes[0]
+    assert isinstance(r["P"], Person) and h.satisfied and set(keys_once(h.text.lstrip())) == {"name", "age"}, h
+
+
+def test_lmql_after_hole(model) -> None:
+    from tether.lang import load_query
+
+    src = ('"Think briefly, then write </think> and the answer.\\nQ: How many legs does a cat have?\\nA:[N: int]"'
+           ' where AFTER(N, "</think>")')
+    for decoder in ("argmax", "beam(n=2)"):
+        r = load_query(decoder + "\n" + src).run(model=model, max_tokens=40)
+        h = r.holes[0]
+        assert isinstance(r["N"], int) and h.satisfied and h.n_tokens <= 40, (decoder, h)
+        assert h.text.partition("</think>")[2] == str(r["N"])
+
+
+def test_beam_with_after_gives_a_valid_output(model) -> None:
+    from tether.decoding import Beam
+    from tether.decoding.beam import beam_search
+    from tether.program.generate import compile_output
+    from tether.program.outputs import triggered_spec
+
+    prompt = "Think briefly, then write </think> and the answer.\nQ: How many legs does a cat have?\nA:"
+    for g in generate(model, prompt, int, after="</think>", decoder="beam", n=2, max_tokens=40):
+        assert g.valid and isinstance(g.value, int) and len(g.tokens) <= 40, g
+    spec = triggered_spec("</think>", int)
+    toks = model.tokenize(prompt, add_bos=True)
+    ds = beam_search(model, toks, compile_output(model, spec).matcher(), Beam(n=2), max_tokens=40,
+                     close_on_budget=True, close_at=["</think>"], reserve=10)
+    for d in ds:
+        assert d.complete and d.finish_reason == "stop" and len(d.tokens) <= 40, d
+        assert isinstance(spec.parse(d.text.decode()), int)

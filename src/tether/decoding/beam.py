@@ -16,6 +16,13 @@ come back when the constraint admits fewer distinct outputs.
 ``close_on_budget``: an extension whose shortest completion no longer fits the tokens
 left is replaced by its parent closed with the parent's shortest completion (forced
 tokens, probability 1), so closed outputs stay within ``max_tokens``.
+
+Regions and ``stop_outside`` as in `tether.decoding.loop` (its helpers): with ``close_at``
+triggers (a triggered output), while a beam's shortest completion passes through a trigger
+the budget check keeps ``reserve`` more tokens, and closing writes the completion only up to
+the end of the trigger (the beam goes on and writes the constrained part). With
+``stop_outside`` (the default), where a beam's output is complete the model's probability
+of every token the constraint forbids counts toward EOS.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from tether.decoding.decoders import Beam
+from tether.decoding.decoders import Beam, check_bool, check_int
 from tether.decoding.guide import Guide
 from tether.decoding.loop import (
     CLOSE_SLACK,
@@ -33,7 +40,10 @@ from tether.decoding.loop import (
     _Branch,
     _close,
     _completion_tokens,
+    _eos_position,
+    _region_end,
     check_decode_args,
+    end_with_outside,
     scores_or_length,
 )
 from tether.decoding.sampling import log_softmax
@@ -61,9 +71,16 @@ def beam_search(
     fast_forward: bool = True,
     close_on_budget: bool = False,
     selective: bool = True,
+    close_at: Sequence[str | bytes] = (),
+    reserve: int = 0,
+    stop_outside: bool = True,
 ) -> list[Decoded]:
-    """Return up to ``decoder.n`` distinct sequences sorted by score (best first)."""
+    """Return up to ``decoder.n`` distinct sequences sorted by score (best first).
+    ``close_at``/``reserve``/``stop_outside``: as `tether.decoding.loop.decode`."""
     check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
+    check_int("reserve", reserve, minimum=0)
+    check_bool("stop_outside", stop_outside)
+    triggers = [t.encode() if isinstance(t, str) else bytes(t) for t in close_at]
     vocab = model.vocabulary
     width = decoder.beam_width
     model.costs.generate_calls += 1
@@ -90,13 +107,14 @@ def beam_search(
         if not close_on_budget or c.finish is not None or c.guide.free:
             return False
         remaining = max_tokens - len(c.tokens)
-        if c.closing_len >= 0 and remaining > c.closing_len + CLOSE_SLACK:
+        if c.closing_len >= 0 and remaining > c.closing_len + CLOSE_SLACK + reserve:
             return False
         toks = _completion_tokens(model, c.guide)
         if toks is None:
             return False
         c.closing_len = len(toks)
-        return len(toks) > remaining
+        kept = reserve if reserve and _region_end(c.guide, triggers) >= 0 else 0  # still in the free region
+        return len(toks) + kept > remaining
 
     def add_finished(b: _Branch) -> None:
         if b.finish == "error":
@@ -120,7 +138,18 @@ def beam_search(
     while live:
         if max(b.logprob for b in live) <= nth_best():
             break
-        pairs, vals = scores_or_length(model, [(b, b.guide.allowed()) for b in live], selective=selective)
+        asked = [(b, b.guide.allowed()) for b in live]
+        ending: dict[int, Any] = {}  # complete beams: full logits, what leaves the language counts as EOS
+        if stop_outside:
+            for i, (b, ids) in enumerate(asked):
+                if ids is not None and b.guide.matcher is not None and _eos_position(vocab, ids) >= 0:
+                    ending[id(b)] = ids
+                    asked[i] = (b, None)
+        pairs, vals = scores_or_length(model, asked, selective=selective)
+        for i, (b, _ids) in enumerate(pairs):
+            if id(b) in ending:
+                pairs[i] = (b, ending[id(b)])
+                vals[i] = end_with_outside(vocab, vals[i], ending[id(b)])
         for b in live:
             if b.finish is not None:  # the context window is full
                 add_finished(b)
@@ -152,7 +181,7 @@ def beam_search(
             generated += 1
             if must_close(c):  # the token would leave no room to finish: close the parent instead
                 c = _fork(live[bi])
-                _close(model, c, max_tokens)
+                _close(model, c, max_tokens, triggers)  # (in a free region: up to the trigger, and on)
             if settle(c):  # a finished beam takes a slot only when its text is new
                 key = bytes(c.scanner.text)
                 if c.finish != "error" and key not in finished:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from tether.decoding.loop import _region_end
 from tether.decoding.tokenize import tokens_for_bytes
 from tether.errors import TetherError
 from tether.lang.semantics import HoleState, Plan, evaluate, plan
@@ -134,7 +135,7 @@ class HoleDecoder:
     def __init__(self, model: Any, info: VocabInfo, prompt_tokens: list[int], name: str,
                  constraint: ast.expr | None, scope: dict[str, Any], future: frozenset[str],
                  post_text: str = "", max_tokens: int = 128, stop_on_masked: bool = True,
-                 use_engine: bool = True) -> None:
+                 use_engine: bool = True, typed: Any | None = None) -> None:
         self.model, self.info = model, info
         self.prompt_tokens = prompt_tokens
         self.name = name
@@ -147,6 +148,16 @@ class HoleDecoder:
                                lambda s: model.tokenize(s, add_bos=False))
         self.plan: Plan = plan(constraint, self.state)
         self.matchers: list[Any] = engine_matchers(model, self.plan.regexes) if use_engine else []
+        # a typed hole: the engine matcher of its lowered output (always first in
+        # ``matchers``); it decides every token (there is no Follow fallback for a grammar)
+        self.typed = typed is not None
+        self.origin = typed.copy() if typed is not None else None  # re-checks a cut value
+        if typed is not None:
+            self.matchers.insert(0, typed)
+        self.stop_outside = self.typed  # what the type forbids counts as ending (`best_steps`; the runtime's
+        # ``stop_outside=False`` decoder keyword turns it off)
+        self.triggers: list[bytes] = []  # triggered region (AFTER): budget closing stops at a trigger
+        self.reserve = 0  # tokens kept for the constrained part while in the free region
         self.max_tokens = max_tokens if self.plan.max_tokens is None else min(max_tokens, self.plan.max_tokens)
         self.logprob = 0.0
         self.done = False
@@ -172,7 +183,30 @@ class HoleDecoder:
 
     # -- checks -------------------------------------------------------------------------
 
+    def typed_complete(self, text: str) -> bool:
+        """``text`` is a complete value of the hole's type (True for untyped holes)."""
+        if not self.typed:
+            return True
+        raw = text.encode()
+        if not self.done and raw.startswith(self.raw):  # (a step that ends the hole is not consumed)
+            if raw == self.raw:
+                return bool(self.matchers[0].is_accepting())
+            m = self.matchers[0].copy()  # a candidate's extension: from the current state
+            return bool(m.consume_bytes(raw[len(self.raw):]) and m.is_accepting())
+        assert self.origin is not None
+        m = self.origin.copy()
+        return bool(m.consume_bytes(raw) and m.is_accepting())
+
+    def _typed_takes(self, token: int) -> bool:
+        m = self.matchers[0]
+        if not m.consume(token):
+            return False
+        m.rollback(1)
+        return True
+
     def _ok(self, text: str, n_tokens: int, final: bool) -> bool:
+        if final and not self.typed_complete(text):
+            return False
         if self.constraint is None:
             return True
         self.checks += 1
@@ -199,6 +233,8 @@ class HoleDecoder:
             return None
         n = len(self.tokens) + 1
         if n > self.max_tokens:
+            return None
+        if self.typed and not self._typed_takes(token):
             return None
         old = self.text
         raw = self.raw + info.token_bytes[token]
@@ -270,34 +306,44 @@ class HoleDecoder:
         if not sets:
             return None
         out = sets[0]
-        for s in sets[1:]:
-            out = np.intersect1d(out, s)
-        return np.union1d(out, np.array(sorted(info.eos), dtype=np.int64))
+        for s in sets[1:]:  # sorted id sets: intersect through a table (linear, no sort)
+            keep = np.zeros(info.size, dtype=bool)
+            keep[s] = True
+            out = out[keep[out]]
+        eos = np.array(sorted(info.eos), dtype=np.int64)
+        at = np.searchsorted(out, eos)
+        missing = eos[(at >= len(out)) | (out[np.minimum(at, max(len(out) - 1, 0))] != eos)] if len(out) else eos
+        return np.insert(out, np.searchsorted(out, missing), missing) if len(missing) else out
 
     def ordered(self, logits: np.ndarray, allowed: np.ndarray | None) -> Iterator[int]:
-        """Candidate ids, most likely first (lazy: partial sorts, growing)."""
+        """Candidate ids, most likely first (lazy: partial sorts, growing). An allowed set
+        of up to 8192 ids is sorted at once (stable: ties in id order)."""
         n = self.info.size
         if allowed is not None:
             if len(allowed) == 0:
                 return
-            vals = logits[allowed]
-            for j in np.argsort(-vals, kind="stable"):
-                yield int(allowed[j])
-            return
-        row = logits[:n]
+            row = logits[allowed]
+            if len(allowed) <= 8192:
+                for j in np.argsort(-row, kind="stable"):
+                    yield int(allowed[j])
+                return
+        else:
+            row = logits[:n]
+        size = len(row)
         seen = 0
-        for k in (32, 512, 8192, n):
-            k = min(k, n)
-            if k == n:
+        for k in (32, 512, 8192, size):
+            k = min(k, size)
+            if k == size:
                 idx = np.argsort(-row, kind="stable")
             else:
                 part = np.argpartition(-row, k - 1)[:k]
                 idx = part[np.argsort(-row[part], kind="stable")]
-            for t in idx[seen:]:
-                if not self.info.skip[t]:
-                    yield int(t)
+            for j in idx[seen:]:
+                t = int(allowed[j]) if allowed is not None else int(j)
+                if allowed is not None or not self.info.skip[t]:
+                    yield t
             seen = k
-            if k == n:
+            if k == size:
                 return
 
     def context(self) -> list[int]:
@@ -307,8 +353,10 @@ class HoleDecoder:
         self.logprob += step.logprob
         if step.token != END:
             if self.matchers and not step.ends:
-                if not all(m.consume(step.token) for m in self.matchers):
-                    self.matchers = []  # cannot happen for masked tokens; fall back to Follow checks
+                if not all([m.consume(step.token) for m in self.matchers]):
+                    # cannot happen for checked tokens; regex matchers fall back to Follow
+                    # checks, a typed hole keeps its own (check() vetted the token with it)
+                    self.matchers = self.matchers[:1] if self.typed else []
             self.tokens.append(step.token)
             self.raw += self.info.token_bytes[step.token]
             self.lens.append(len(self.text))
@@ -318,19 +366,24 @@ class HoleDecoder:
             self.value_tokens, self.stop_text = step.n_value, step.stop_text
         self.state = self.state.extended(self.text, len(self.tokens), False)
 
-    def closing_tokens(self, token: int | None = None) -> list[int] | None:
-        """Canonical tokens of the shortest text that completes the hole's regular
-        constraint (after ``token`` when given); None when there is no single engine
-        matcher (several regexes, or none) or no completion is found."""
+    def closing(self, token: int | None = None) -> tuple[list[int] | None, bool]:
+        """Canonical tokens of the shortest text that completes the hole's regular or
+        typed constraint (after ``token`` when given), and whether that text passes
+        through a trigger (the hole is still in its free region). None when there is no
+        single engine matcher (several regexes, or none) or no completion is found."""
         if len(self.matchers) != 1:
-            return None
+            return None, False
         m = self.matchers[0].copy()
         if token is not None and (token in self.info.eos or not m.consume(token)):
-            return None
+            return None, False
         try:
-            return tokens_for_bytes(self.model, m.shortest_completion())
+            toks = tokens_for_bytes(self.model, m.shortest_completion())
         except TetherError:  # no completion within the search limits
-            return None
+            return None, False
+        return toks, bool(self.triggers) and _region_end(m, self.triggers) >= 0
+
+    def closing_tokens(self, token: int | None = None) -> list[int] | None:
+        return self.closing(token)[0]
 
     def close(self) -> bool:
         """Append the shortest completion (budget closing) if it fits the tokens left;
@@ -341,6 +394,29 @@ class HoleDecoder:
         for t in toks:
             self.accept(Step(t, 0.0, False, None))
         self.done, self.value = True, self.text
+        return True
+
+    def close_to_trigger(self) -> bool:
+        """In a triggered hole's free region: append the shortest completion up to the end
+        of its trigger (when the whole completion still fits and room is left after the
+        trigger), so the model writes the constrained part in the tokens kept for it.
+        True when it did; the hole goes on."""
+        if not self.triggers or len(self.matchers) != 1:
+            return False
+        m = self.matchers[0]
+        end = _region_end(m, self.triggers)
+        if end <= 0:
+            return False
+        try:
+            text = m.shortest_completion()
+        except TetherError:
+            return False
+        head, rest = tokens_for_bytes(self.model, text[:end]), tokens_for_bytes(self.model, text[end:])
+        if len(self.tokens) + len(head) + len(rest) > self.max_tokens or len(self.tokens) + len(head) >= self.max_tokens:
+            return False
+        for t in head:
+            self.accept(Step(t, 0.0, False, None))
+        self.closing_len = -1  # measure again in the constrained part
         return True
 
     def finish_forced(self) -> None:
@@ -376,11 +452,47 @@ def _end_wish(dec: HoleDecoder, t: int) -> bool:
     instead of being pushed into more digits); otherwise only a token starting the text
     that follows the hole does.
     """
-    return dec.stop_on_masked or dec.ends_by_post_text(t)
+    return dec.stop_on_masked or dec.stop_outside or dec.ends_by_post_text(t)
+
+
+def _steps_outside(dec: HoleDecoder, logits: np.ndarray, k: int, limit: int) -> list[Step]:
+    """`best_steps` of a typed hole: where its value is complete, END scores the model's
+    probability of EOS plus that of every token the type forbids there (a model that
+    wants to leave the type means the value has ended: ``int`` after ``"A:"`` ends after
+    the digits the model means, not at its digit bound). Tokens are scored as they are."""
+    info = dec.info
+    lp = log_softmax(logits, info.size)
+    allowed = dec.prefilter()
+    out: list[Step] = []
+    looked = 0
+    for t in dec.ordered(logits, allowed):
+        if t in info.eos:
+            continue
+        looked += 1
+        s = dec.check(t)
+        if s is not None:
+            s.logprob = float(lp[t])
+            out.append(s)
+        if len(out) >= k or looked >= limit:
+            break
+    if dec.end_allowed():
+        outside = ~info.skip
+        if allowed is not None:
+            outside[allowed] = False
+        outside[list(info.eos)] = True
+        row = lp[outside]
+        top = float(row.max()) if row.size else -math.inf
+        end_lp = top + math.log(float(np.exp(row - top).sum())) if math.isfinite(top) else -math.inf
+        out.append(Step(END, end_lp, True, dec.text, "eos"))
+        out.sort(key=lambda s: -s.logprob)
+    return out[:k]
 
 
 def best_steps(dec: HoleDecoder, logits: np.ndarray, k: int, limit: int = 20000) -> list[Step]:
-    """The ``k`` most likely allowed steps (END included), by raw model log-probability."""
+    """The ``k`` most likely allowed steps (END included), by raw model log-probability
+    (a typed hole: `_steps_outside`)."""
+    if dec.stop_outside:
+        return _steps_outside(dec, logits, k, limit)
     lp = _LazyLogprob(logits, dec.info.size)
     out: list[Step] = []
     end_ok: bool | None = None

@@ -26,11 +26,9 @@ import contextvars
 import dataclasses
 import functools
 import inspect
-import json
 import math
 import sys
 import types
-import typing
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -42,7 +40,8 @@ from tether import limits
 from tether.decoding.decoders import check_int, check_seed
 from tether.decoding.logits import check_prompt_fits, model_call
 from tether.decoding.loop import CLOSE_SLACK
-from tether.errors import ConstraintError, ContextLengthError, ModelError
+from tether.errors import ConstraintError, ContextLengthError, ModelError, TetherError, limited
+from tether.grammar import Grammar
 from tether.lang.compiler import HOLE_FN, STR_FN, CompiledBody, compile_body
 from tether.lang.holes import (
     END,
@@ -57,6 +56,7 @@ from tether.lang.result import HoleRecord, QueryResult, Segment
 from tether.lang.semantics import (
     FIN,
     HoleState,
+    builtin_name,
     check_constraint,
     conjuncts,
     constraint_place,
@@ -65,6 +65,8 @@ from tether.lang.semantics import (
     plan,
 )
 from tether.lang.syntax import DecoderSpec, QueryAst, check_decoder_args
+from tether.program.generate import compile_output, region_options
+from tether.program.outputs import OutputSpec, output_spec, regex_grammar, triggered_spec
 
 ACTIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("tether_lang_active", default=None)
 
@@ -157,6 +159,9 @@ class HoleRequest:
     support: list[Any] | None = None
     streams: tuple[Callable[..., Any], ...] = ()
     context: Any = None
+    spec: OutputSpec | None = None  # a typed hole's lowered output (its type, AFTER triggers)
+    output: Any = None  # the type itself (for a black-box model's server)
+    after: Any = None  # AFTER(V, triggers)
 
 
 @dataclass
@@ -175,88 +180,73 @@ class NestedCall:
 # typed holes
 
 
-def _field_types(tp: type) -> dict[str, Any]:
-    """Field name → type of a dataclass, string annotations resolved where they can be."""
-    try:
-        hints = typing.get_type_hints(tp)
-    except Exception:  # noqa: BLE001 -- an annotation that does not resolve: keep it as written
-        hints = {}
-    return {f.name: hints.get(f.name, f.type) for f in dataclasses.fields(tp)}
+def _typed(name: str, tp: Any) -> tuple[list[ast.expr], Any]:
+    """Constraint conjuncts for a hole type, and the typed output to lower (None: none).
 
-
-def _dataclass_regex(tp: type, depth: int = 0) -> str:
-    ws = " ?"
-    fields = []
-    for name, ftype in _field_types(tp).items():
-        fields.append(f'"{name}"' + ws + ":" + ws + _type_regex(ftype, depth + 1))
-    return r"\{" + ws + ("," + ws).join(fields) + ws + r"\}"
-
-
-_STR_RE = r'"(?:[^"\\\n]|\\.)*"'
-
-
-def _type_regex(tp: Any, depth: int) -> str:
-    if isinstance(tp, str):
-        tp = {"str": str, "int": int, "float": float, "bool": bool}.get(tp, str)
-    if tp is int:
-        return r"-?[0-9]+"
-    if tp is float:
-        return r"-?[0-9]+(?:\.[0-9]+)?"
-    if tp is bool:
-        return r"(?:true|false)"
-    if dataclasses.is_dataclass(tp) and depth < 4:
-        return _dataclass_regex(tp, depth)  # type: ignore[arg-type]
-    return _STR_RE
-
-
-def _int_value(text: str) -> Any:
-    """The int a hole wrote; None when its text is no int (an incomplete hole)."""
-    try:
-        return int(text.strip())
-    except ValueError:
-        return None
-
-
-def _float_value(text: str) -> Any:
-    try:
-        return float(text.strip())
-    except ValueError:
-        return None
-
-
-def _build(tp: Any, value: Any, depth: int = 0) -> Any:
-    """``value`` (parsed JSON) as an instance of ``tp``: dataclasses field by field, to the
-    depth `_type_regex` writes them (deeper fields are strings)."""
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type) and isinstance(value, dict) and depth < 4:
-        types_ = _field_types(tp)
-        return tp(**{k: _build(types_.get(k), v, depth + 1) for k, v in value.items()})
-    return value
-
-
-def _typed(name: str, tp: Any) -> tuple[list[ast.expr], Callable[[str], Any]]:
-    """Constraint conjuncts and value conversion for a hole type."""
-    var = ast.Name(name, ast.Load())
+    ``str`` (or no type) is free text; a string is a regex (``[X: r"[a-z]+"]``, a
+    ``REGEX`` conjunct, with Follow semantics); any other type (``int``, ``float``,
+    ``bool``, a dataclass, a Pydantic model, ``list[str]``, ``Literal[...]``...) is an
+    output lowered by `tether.program.outputs.output_spec`, as ``generate`` lowers it."""
     if tp is None or tp is str:
-        return [], lambda s: s
-    if tp is int:
-        return [ast.Call(ast.Name("INT", ast.Load()), [var], [])], _int_value
-    if tp is float:
-        pat = r" ?-?[0-9]+(?:\.[0-9]+)?"
-        return [ast.Call(ast.Name("REGEX", ast.Load()), [var, ast.Constant(pat)], [])], _float_value
+        return [], None
     if isinstance(tp, str):  # [X: r"regex"]
-        return [ast.Call(ast.Name("REGEX", ast.Load()), [var, ast.Constant(tp)], [])], lambda s: s
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        pat = _dataclass_regex(tp)
+        return [ast.Call(ast.Name("REGEX", ast.Load()), [ast.Name(name, ast.Load()), ast.Constant(tp)], [])], None
+    return [], tp
 
-        def conv(s: str, tp: type = tp) -> Any:
-            try:
-                return _build(tp, json.loads(s))
-            except (ValueError, TypeError):  # not complete JSON, or fields that do not fit
-                return None
 
-        return [ast.Call(ast.Name("REGEX", ast.Load()), [var, ast.Constant(pat)], [])], conv
-    raise ConstraintError(f"hole [{name}: {str(tp)[:100]}]: unsupported hole type (use int, float, str, "
-                          "a regex string, a dataclass or a query)")
+_LOWERED: dict[Any, OutputSpec] = {}
+_LOWERED_MAX = 256
+
+
+def _lower(name: str, output: Any, after: Any) -> OutputSpec:
+    """A typed hole's output (and its ``AFTER`` triggers) lowered with generation's
+    defaults (closed objects, bounded numbers, compact JSON): the same `output_spec` /
+    `triggered_spec` as ``generate``. Cached by type (and triggers) where they hash."""
+    key: Any = (output, after if isinstance(after, str) else tuple(after) if isinstance(after, list | tuple) else None)
+    if isinstance(after, dict):
+        key = None
+    else:
+        try:
+            hash(key)
+        except TypeError:
+            key = None
+    spec = _LOWERED.get(key) if key is not None else None
+    if spec is not None:
+        return spec
+    try:
+        spec = output_spec(output) if after is None else triggered_spec(after, output)
+    except TetherError as exc:
+        shown = "" if output is None else f": {limited(getattr(output, '__name__', output), 100)}"
+        raise ConstraintError(f"hole [{name}{shown}]: {exc}") from exc
+    if key is not None:
+        if len(_LOWERED) >= _LOWERED_MAX:
+            _LOWERED.clear()
+        _LOWERED[key] = spec
+    return spec
+
+
+def _typed_value(spec: OutputSpec, text: str) -> Any:
+    """The value a typed hole wrote; None when its text does not parse (an incomplete
+    hole). A single leading space (a number after ``"A:"``) is not part of the value."""
+    if spec.kind != "triggered" and text.startswith(" "):
+        text = text[1:]
+    try:
+        return spec.parse(text)
+    except Exception:  # noqa: BLE001 -- incomplete or invalid text: no value
+        return None
+
+
+def _after_in_constraint(c: ast.expr, name: str, scope: dict[str, Any], env: dict[str, Any],
+                         filename: str) -> tuple[bool, Any]:
+    """``AFTER(V, triggers)`` → (True, triggers), else (False, None)."""
+    if not (isinstance(c, ast.Call) and builtin_name(c.func) == "after" and len(c.args) == 2
+            and isinstance(c.args[0], ast.Name) and c.args[0].id == name):
+        return False, None
+    try:
+        return True, eval(compile(ast.Expression(c.args[1]), "<where>", "eval"), env, scope)  # noqa: S307
+    except Exception as exc:  # noqa: BLE001 -- user code in the constraint
+        raise ConstraintError(f"the triggers of `{_shown(c)}`{constraint_place(c, filename)} could not be "
+                              f"evaluated: {type(exc).__name__}: {limited(str(exc), 200)}") from None
 
 
 def _type_in_constraint(c: ast.expr, name: str, scope: dict[str, Any], env: dict[str, Any]) -> Any:
@@ -342,14 +332,24 @@ class Program:
         inline = self.body.inline_where.get(stmt_id)
         cs += [c for c in conjuncts(inline) if mentions(c, name)]
         keep = []
+        after: Any = None
         for c in cs:
+            is_after, triggers = _after_in_constraint(c, name, scope, env, self.qast.filename)
+            if is_after:
+                if after is not None:
+                    raise ConstraintError(f"hole [{name}] has more than one AFTER(...) constraint"
+                                          f"{constraint_place(c, self.qast.filename)}: give one trigger, a list or a dict")
+                after = triggers
+                continue
             t = _type_in_constraint(c, name, scope, env)
             if t is not None:
                 tp = t if tp is None else tp
             else:
                 keep.append(c)
-        extra, convert = _typed(name, tp)
+        extra, output = _typed(name, tp)
         keep += extra
+        spec = _lower(name, output, after) if output is not None or after is not None else None
+        convert: Callable[[str], Any] = (lambda s: s) if spec is None else functools.partial(_typed_value, spec)
         constraint: ast.expr | None
         if not keep:
             constraint = None
@@ -365,7 +365,8 @@ class Program:
         if constraint is not None:
             _check_names(constraint, name, sc, self.body.hole_names, self.qast.filename)
             check_constraint(constraint, name, self.body.hole_names | {name}, sc, self.qast.filename)
-        return HoleRequest(name, constraint, sc, self.body.hole_names, post_text, self.name, convert, support)
+        return HoleRequest(name, constraint, sc, self.body.hole_names, post_text, self.name, convert, support,
+                           spec=spec, output=output, after=after)
 
     def _hole(self, env: dict[str, Any], name: str, tp: Any, decorators: tuple[Any, ...], stmt_id: int, post_text: str,
               scope: dict[str, Any]) -> Generator[Any, Any, Any]:
@@ -406,7 +407,7 @@ class Program:
 
 
 _LMQL_NAMES = {"stops_at", "stops_before", "stop_at", "stop_before", "len", "words", "sentences", "characters", "tokens",
-               "int", "regex", "type"}
+               "int", "regex", "type", "after"}
 
 
 def _shown(c: ast.expr) -> str:
@@ -428,7 +429,7 @@ def _check_names(expr: ast.expr, var: str, scope: dict[str, Any], holes: frozens
             if (n == var or n in holes or n in scope or hasattr(builtins, n)
                     or n.lower() in _LMQL_NAMES):
                 continue
-            known = [*sorted(_LMQL_NAMES), "STOPS_AT", "STOPS_BEFORE", "TOKENS", "WORDS", "INT", "REGEX",
+            known = [*sorted(_LMQL_NAMES), "STOPS_AT", "STOPS_BEFORE", "TOKENS", "WORDS", "INT", "REGEX", "AFTER",
                      *scope, *holes]
             hint = difflib.get_close_matches(n, known, n=1)
             raise ConstraintError(f"name {n!r} in the constraint `{_shown(expr)}` of hole [{var}]"
@@ -635,6 +636,8 @@ class Runtime:
         self.use_engine = bool(args.get("engine", True))
         self.batch = bool(args.get("batch", True))
         self.close_on_budget = bool(args.get("close_on_budget", True))
+        self.stop_outside = bool(args.get("stop_outside", True))  # typed holes (HoleDecoder.stop_outside)
+        self._compiled: dict[tuple[int, bool], tuple[OutputSpec, Any]] = {}
 
     # -- small services for executions ---------------------------------------------------
 
@@ -690,13 +693,39 @@ class Runtime:
         limits.check("max_prompt_chars", len(text), "the query's prompt")
         return tokenize_rendered(self.model, text)
 
+    def typed_matcher(self, spec: OutputSpec, lead: bool) -> Any:
+        """A fresh engine matcher for a typed hole's output; ``lead``: an optional single
+        space before the value (a hole right after text, ``"A:[N: int]"``: the model
+        writes ``" 4"``). Compiled once per output and runtime (and cached by the engine)."""
+        key = (id(spec), lead)
+        hit = self._compiled.get(key)
+        if hit is None:
+            g = spec.grammar
+            assert g is not None
+            if lead:
+                g = Grammar.sequence(regex_grammar("[ ]?"), g)  # type: ignore[attr-defined]
+            hit = (spec, compile_output(self.model, dataclasses.replace(spec, grammar=g)))
+            self._compiled[key] = hit
+        return hit[1].matcher()
+
     def new_decoder(self, ex: Execution, req: HoleRequest) -> HoleDecoder:
         prompt = self.prompt_tokens(ex)
         check_prompt_fits(self.model, prompt)  # ContextLengthError before decoding
-        self._count_start(len(prompt))
         assert self.info is not None
-        return HoleDecoder(self.model, self.info, prompt, req.name, req.constraint, req.scope,
-                           req.future, req.post_text, self.max_tokens, self.stop_on_masked, self.use_engine)
+        typed = None
+        if req.spec is not None:
+            trace = ex.trace()
+            lead = req.spec.kind != "triggered" and bool(trace) and not trace[-1].isspace()
+            typed = self.typed_matcher(req.spec, lead)
+        self._count_start(len(prompt))
+        dec = HoleDecoder(self.model, self.info, prompt, req.name, req.constraint, req.scope,
+                          req.future, req.post_text, self.max_tokens, self.stop_on_masked, self.use_engine, typed)
+        dec.stop_outside = dec.typed and self.stop_outside
+        if req.spec is not None and req.spec.kind == "triggered":
+            region = region_options(req.spec, dec.max_tokens)
+            dec.triggers = [t.encode() for t in region["close_at"]]
+            dec.reserve = int(region["reserve"])
+        return dec
 
     def record(self, dec: HoleDecoder, req: HoleRequest, how: str) -> HoleRecord:
         self.model.costs.generated_tokens += len(dec.tokens)
@@ -712,6 +741,8 @@ class Runtime:
             if not ok and dec.stop_text and dec.stop_text != text:  # STOPS_BEFORE removed a fixed phrase
                 fv = evaluate(req.constraint, dec.state.extended(dec.stop_text, len(dec.tokens), True))
                 ok = bool(fv.value) if fv.ann == FIN else later
+        if dec.typed and not dec.typed_complete(text):  # a typed value cut short (budget, context)
+            ok = False
         return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how,
                           n_tokens=n_tokens, satisfied=ok, logprob=dec.logprob)
 
@@ -794,10 +825,14 @@ class Runtime:
             step = sample_step(dec, logits, self.rng, self.temperature)
         else:
             step = argmax_step(dec, logits)
-        # the token would leave no room to finish: close the hole now instead
-        if step is not None and self.close_on_budget and self._must_close(dec, step) and dec.close():
-            dec.reason = "budget"
-            return
+        # the token would leave no room to finish: close the hole now instead (in a free
+        # region, write its trigger now and let the model write the constrained part)
+        if step is not None and self.close_on_budget and self._must_close(dec, step):
+            if dec.close_to_trigger():
+                return
+            if dec.close():
+                dec.reason = "budget"
+                return
         if step is None:
             dec.finish_forced()
             dec.reason = "masked" if len(dec.tokens) < dec.max_tokens else "budget"
@@ -809,18 +844,20 @@ class Runtime:
     @staticmethod
     def _must_close(dec: HoleDecoder, step: Any) -> bool:
         """Budget closing of a regular (typed, ``REGEX``, ``INT``) hole: after ``step``,
-        would its shortest completion still fit the tokens left? Measured only near the
-        budget (within `CLOSE_SLACK` tokens of the last measured completion)."""
+        would its shortest completion still fit the tokens left (keeping ``reserve``
+        tokens for the constrained part while a triggered hole is in its free region)?
+        Measured only near the budget (within `CLOSE_SLACK` tokens of the last measured
+        completion)."""
         if step.token == END or step.ends or len(dec.matchers) != 1:
             return False
         remaining = dec.max_tokens - len(dec.tokens)
-        if dec.closing_len >= 0 and remaining - 1 > dec.closing_len + CLOSE_SLACK:
+        if dec.closing_len >= 0 and remaining - 1 > dec.closing_len + CLOSE_SLACK + dec.reserve:
             return False
-        after = dec.closing_tokens(step.token)
+        after, region = dec.closing(step.token)
         if after is None:
             return False
         dec.closing_len = len(after)
-        return len(after) > remaining - 1
+        return len(after) + (dec.reserve if region else 0) > remaining - 1
 
     def decode_hole_remote(self, ex: Execution, req: HoleRequest) -> HoleRecord:
         """A hole on a black-box model (no logits): the exact parts of the constraint go
@@ -832,7 +869,12 @@ class Runtime:
         st = HoleState(req.name, "", False, 0, req.scope, req.future - {req.name} - req.scope.keys(), None)
         p = plan(req.constraint, st)
         output: Any = None
-        if p.choices is not None:
+        if req.spec is not None:  # a typed hole: the type goes to the server (response_format, as generate)
+            if req.after is not None:
+                raise ModelError(f"hole [{req.name}]: AFTER(...) needs a model with logits; the server of a "
+                                 "black-box model cannot enforce a triggered region")
+            output = req.output
+        elif p.choices is not None:
             output = list(p.choices)
         elif len(p.regexes) == 1:
             output = regex(p.regexes[0])
@@ -861,6 +903,8 @@ class Runtime:
             fv = evaluate(req.constraint, st.extended(text, 0, True))
             later = any(mentions(req.constraint, h) for h in st.future)
             ok = bool(fv.value) if fv.ann == FIN else later
+        if req.spec is not None and g.error is not None:  # the server's text is no complete value of the type
+            ok = False
         return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how, satisfied=ok)
 
     def run_simple(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
@@ -936,10 +980,18 @@ class Runtime:
                     d2.finish_forced()
                     pool.append((lp, ex, None, (d2, "masked")))
                     continue
+                closed = False  # the parent closed once (several steps may ask for it)
                 for s in steps:
                     d2 = dec.copy()
                     if self.close_on_budget and self._must_close(dec, s):
+                        if closed:
+                            continue
+                        if d2.close_to_trigger():  # free region: the trigger now, the constrained part next
+                            closed = True
+                            pool.append((lp, ex, d2, None))
+                            continue
                         if d2.close():  # no room to finish after s: the beam closes the hole instead
+                            closed = True
                             pool.append((lp, ex, None, (d2, "budget")))
                             continue
                         d2 = dec.copy()

@@ -19,8 +19,10 @@ is and ``fin`` when ``t`` is end-of-sequence. A token is masked exactly when Fol
 is only produced when every continuation of the value keeps the result False.
 
 Built-ins (any case): ``stops_at``, ``stops_before``, ``len``, ``words``, ``sentences``,
-``characters``, ``TOKENS``, ``INT``, ``REGEX``; any other callable is a user function,
-evaluated on the current values (``fin`` only when all arguments are ``fin``).
+``characters``, ``TOKENS``, ``INT``, ``REGEX``, ``AFTER``; any other callable is a user
+function, evaluated on the current values (``fin`` only when all arguments are ``fin``).
+``AFTER(V, triggers)`` is a directive (always true here): the runtime lowers it into the
+hole's output (free text until a trigger, then the hole's type).
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ class _TokenList(list):  # a list standing for the tokens of the current hole
 
 _BUILTINS = {
     "stops_at", "stops_before", "len", "words", "sentences", "characters", "tokens", "int",
-    "regex",
+    "regex", "after",
 }
 _ALIASES = {"stop_at": "stops_at", "stop_before": "stops_before"}  # the paper's spellings
 _INT_PREFIX = re.compile(r" ?[0-9]*")
@@ -344,6 +346,8 @@ def _call(node: ast.Call, st: HoleState) -> FV:
         if isinstance(tgt, ast.Name) and tgt.id == st.var and not st.final:
             return FV(False, VAR)  # a stopping phrase is a directive, not a requirement
         return FV(True, FIN)
+    if name == "after":
+        return FV(True, FIN)  # a directive: the hole's output carries it (runtime `_lower`)
     if name == "tokens" and len(args) == 1:
         a = args[0]
         if isinstance(a, ast.Name) and a.id == st.var:
@@ -536,7 +540,7 @@ def _choices(c: ast.expr, st: HoleState) -> list[str] | None:
 # checking constraints before decoding: an ill-typed constraint is an error, never dropped
 
 _ARITY = {"stops_at": 2, "stops_before": 2, "len": 1, "tokens": 1, "words": 1, "sentences": 1,
-          "characters": 1, "int": 1, "regex": 2}
+          "characters": 1, "int": 1, "regex": 2, "after": 2}
 _CONTAINERS = (str, list, tuple, set, frozenset, dict, range)
 
 
@@ -576,6 +580,7 @@ def check_constraint(expr: ast.expr, var: str | None, holes: frozenset[str], sco
         v = evaluate(node, st)
         return v if v.ann == FIN else UNKNOWN
 
+    top = {id(c) for c in conjuncts(expr)}
     for c in ast.walk(expr):
         if isinstance(c, ast.Call):
             name = builtin_name(c.func)
@@ -584,10 +589,21 @@ def check_constraint(expr: ast.expr, var: str | None, holes: frozenset[str], sco
             shown = c.func.id if isinstance(c.func, ast.Name) else name
             want = _ARITY[name]
             if len(c.args) != want or c.keywords:
-                raise _fail(f"{shown}() takes {want} argument{'s' if want > 1 else ''} "
-                            f"({'a hole and a phrase' if name.startswith('stops') else 'a hole and a pattern' if name == 'regex' else 'one value'}); "
+                what = {"stops_at": "a hole and a phrase", "stops_before": "a hole and a phrase",
+                        "regex": "a hole and a pattern", "after": "a hole and its trigger(s)"}.get(name, "one value")
+                raise _fail(f"{shown}() takes {want} argument{'s' if want > 1 else ''} ({what}); "
                             f"got {len(c.args) + len(c.keywords)}", c, filename)
-            if name in ("stops_at", "stops_before"):
+            if name == "after":
+                if id(c) not in top:
+                    raise _fail(f"{shown}() is a directive: write it as a conjunct of the constraint "
+                                "(joined with `and`), not inside `or`, `not` or an expression", c, filename)
+                if not (isinstance(c.args[0], ast.Name) and c.args[0].id in holes):
+                    raise _fail(f"the first argument of {shown}() must be a hole of the query", c, filename)
+                trig = known(c.args[1])
+                if trig.value is not None and not _is_triggers(trig.value):
+                    raise _fail(f"the triggers of {shown}() must be a non-empty string, a list of them or a dict "
+                                f"{{trigger: type}}; got {limited(trig.value)}", c, filename)
+            elif name in ("stops_at", "stops_before"):
                 if not (isinstance(c.args[0], ast.Name) and c.args[0].id in holes):
                     raise _fail(f"the first argument of {shown}() must be a hole of the query", c, filename)
                 phrase = known(c.args[1])
@@ -623,3 +639,13 @@ def check_constraint(expr: ast.expr, var: str | None, holes: frozenset[str], sco
                     if (isinstance(op, ast.Lt) and bound.value <= 0) or (isinstance(op, ast.LtE | ast.Eq) and bound.value < 0):
                         sym = {ast.Lt: "<", ast.LtE: "<=", ast.Eq: "=="}[type(op)]
                         raise _fail(f"no value has a length {sym} {bound.value}", c, filename)
+
+
+def _is_triggers(v: Any) -> bool:
+    """``AFTER``'s second argument: a non-empty string, a non-empty list of them, or a
+    non-empty dict from them (to each trigger's type)."""
+    if isinstance(v, str):
+        return bool(v)
+    if isinstance(v, list | tuple | dict):
+        return bool(v) and all(isinstance(t, str) and t for t in v)
+    return False

@@ -15,8 +15,9 @@ Prompt statements may carry an inline constraint: ``"... [ANSWER]" where len(ANS
 
 Inside a prompt string (f-string-like):
 
-* ``[NAME]`` a hole; ``[NAME: type]`` a typed hole (``int``, ``r"regex"``, a dataclass,
-  a nested query call); ``[@dec NAME]`` applies variable decorators;
+* ``[NAME]`` a hole; ``[NAME: type]`` a typed hole (``int``, ``r"regex"``, a dataclass, any
+  output type ``generate`` takes, a nested query call); ``[@dec NAME]`` applies variable
+  decorators;
 * ``{expr}`` interpolates a Python expression; ``{:system}``/``{:user}``/``{:assistant}``
   start a chat turn;
 * ``[[``, ``]]``, ``{{``, ``}}`` are literal brackets and braces.
@@ -260,7 +261,7 @@ class DecoderSpec:
 
 
 DECODER_ARGS = ("n", "temperature", "seed", "max_len", "max_tokens", "stop_on_masked", "engine", "batch",
-                "close_on_budget")
+                "close_on_budget", "stop_outside")
 
 
 # LMQL decoder keywords that tune LMQL's own runtime (output, batching, caching): accepted,

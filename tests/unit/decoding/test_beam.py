@@ -7,6 +7,7 @@ import pytest
 from finite_matcher import FiniteMatcher
 
 from tether.decoding import Beam, decode
+from tether.decoding.beam import beam_search
 from tether.decoding.sampling import log_softmax
 from tether.models.scripted import ScriptedModel
 
@@ -44,7 +45,9 @@ def test_wide_beam_equals_exhaustive_search(seed: int) -> None:
     m = ScriptedModel(seed=seed)
     p = m.tokenize("Q:", add_bos=True)
     ref = exhaustive(m, p, WORDS)
-    ds = decode(m, p, FiniteMatcher(WORDS, m.vocabulary), Beam(n=3, width=200), fast_forward=False)
+    # the reference scores the plain constrained distribution (stop_outside off)
+    ds = beam_search(m, p, FiniteMatcher(WORDS, m.vocabulary), Beam(n=3, width=200), fast_forward=False,
+                     stop_outside=False)
     expect = sorted(ref.items(), key=lambda kv: -kv[1])[:3]
     assert [d.text for d in ds] == [w for w, _ in expect]
     assert np.allclose([d.logprob for d in ds], [s for _, s in expect])
