@@ -451,7 +451,7 @@ def decode(
     copy of ``matcher`` (the one passed in is used by the last sequence). ``close_at`` and
     ``reserve``: budget closing of free regions; ``stop_outside``: what the constraint
     forbids counts as EOS where the output is complete (see the module docstring; Beam
-    does neither).
+    takes both too).
     """
     decoder = decoder if decoder is not None else Argmax()
     check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
@@ -461,6 +461,7 @@ def decode(
         return beam_search(
             model, prompt_tokens, matcher, decoder, max_tokens=max_tokens, stop=stop, heal=heal,
             fast_forward=fast_forward, close_on_budget=close_on_budget, selective=selective,
+            close_at=close_at, reserve=reserve, stop_outside=stop_outside,
         )
     final: list[Decoded] = []
     for state in decode_iter(

@@ -373,9 +373,7 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
     for p in prompts:
         pp = prepare_prompt(model, p, healing=healing, chat_template=chat_template)
         before = model.costs.snapshot()
-        not_for_beam = ("close_at", "reserve", "stop_outside")
-        kw = {k: v for k, v in options.items() if k not in not_for_beam} if isinstance(dec, Beam) else options
-        ds = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal, **kw)
+        ds = decode(model, pp.tokens, cc.matcher() if cc is not None else None, dec, heal=pp.heal, **options)
         costs = model.costs.snapshot() - before
         gens = [to_generation(model, d, spec, costs, pp.text) for d in ds]
         single = isinstance(dec, Argmax | BestOf) or getattr(dec, "n", 1) == 1
