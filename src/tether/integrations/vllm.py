@@ -11,7 +11,8 @@
 
 A request is constrained when its ``SamplingParams.extra_args["tether"]`` holds one of
 ``{"json": schema}``, ``{"regex": pattern}``, ``{"choice": [...]}``, ``{"grammar": gbnf}``
-(``"syntax": "lark"`` for Lark); `validate_params` lowers it when the request arrives, so
+(``"syntax": "lark"`` for Lark), or that object as JSON text (what ``vllm_xargs`` can
+carry over HTTP: its values are strings, numbers or lists); `validate_params` lowers it when the request arrives, so
 a bad constraint is refused with a ValueError (HTTP 400 when served). Other requests of
 the batch are left alone.
 
@@ -46,6 +47,7 @@ classes need it and raise MissingDependencyError naming the ``vllm`` extra other
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -55,9 +57,9 @@ from numpy.typing import NDArray
 
 from tether.engine import CompiledConstraint, Matcher, compute_masks
 from tether.engine import compile as compile_constraint
-from tether.errors import MissingDependencyError, TetherError, require
+from tether.errors import ConstraintError, MissingDependencyError, TetherError, require
 from tether.integrations.requests import BatchConstraints, request_output
-from tether.limits import current
+from tether.limits import check, current
 from tether.program.outputs import output_spec
 from tether.tokens import Vocabulary
 from tether.tokens.bitmask import allocate_mask, apply_mask, ids_to_mask
@@ -66,8 +68,17 @@ KEY = "tether"
 
 
 def _spec(params: Any) -> Any:
+    """The request's constraint: ``extra_args["tether"]``, a mapping or its JSON text (over
+    HTTP, ``vllm_xargs`` values must be strings, numbers or lists of them)."""
     extra = getattr(params, "extra_args", None) or {}
-    return extra.get(KEY)
+    spec = extra.get(KEY)
+    if isinstance(spec, str):
+        check("max_text_chars", len(spec), "extra_args['tether']")
+        try:
+            spec = json.loads(spec)
+        except (ValueError, RecursionError) as exc:
+            raise ConstraintError(f"extra_args['tether'] is not a JSON object: {exc}") from None
+    return spec
 
 
 def _validate(sampling_params: Any) -> None:

@@ -141,3 +141,20 @@ def test_a_shorter_history_than_consumed_is_replayed() -> None:
     eng.live[1][1][:] = [12]  # the runner rewrote the slot's history without add_request
     rows, got, masks = eng.step([1], {})
     assert bits(masks[0]) == reference(SPECS[3], [12])
+
+
+def test_the_constraint_may_travel_as_json_text() -> None:
+    """Over HTTP vLLM's vllm_xargs carries only strings, numbers and lists."""
+    from types import SimpleNamespace
+
+    from tether.errors import ConstraintError, LimitError
+    from tether.integrations.vllm import _spec
+    from tether.limits import Limits, limits
+
+    assert _spec(SimpleNamespace(extra_args={"tether": '{"regex": "a+b"}'})) == {"regex": "a+b"}
+    assert _spec(SimpleNamespace(extra_args={"tether": {"regex": "a+b"}})) == {"regex": "a+b"}
+    assert _spec(SimpleNamespace(extra_args=None)) is None
+    with pytest.raises(ConstraintError):
+        _spec(SimpleNamespace(extra_args={"tether": '{"regex": '}))
+    with limits(Limits(max_text_chars=5)), pytest.raises(LimitError):
+        _spec(SimpleNamespace(extra_args={"tether": '{"regex": "a+b"}'}))
