@@ -191,3 +191,31 @@ def test_any_interleaving_gives_each_row_the_mask_of_its_request_alone(ops, stal
         # finished requests are gone; any state (an aborted request's too) was seen lately
         assert all(states.calls - s.last_seen <= stale for s in states.states.values())
         assert not any(r in states.states for r in finished)
+
+
+def test_the_default_vocabulary_is_the_request_tokenizer() -> None:
+    """The server path: the vocabulary comes from ``__req__.tokenizer`` (a transformers
+    fast tokenizer), as wide as the logits (padding columns always masked), cached."""
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(alphabet)} | {"ye": 256}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(["<eos>"])
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>")
+    width = len(fast) + 3
+    states = RequestStates()
+    req = Req("t", tokenizer=fast)
+    logits = torch.zeros(1, width)
+    states.apply(logits, [params({"choice": ["yes", "no"]}, req)])
+    allowed_ids = {t for t in range(width) if logits[0, t] > float("-inf")}
+    assert {fast.decode([t]) for t in allowed_ids} == {"y", "ye", "n"}
+    req.output_ids += fast.encode("yes")
+    logits = torch.zeros(1, width)
+    states.apply(logits, [params({"choice": ["yes", "no"]}, req)])
+    assert {t for t in range(width) if logits[0, t] > float("-inf")} == {fast.eos_token_id}
+    assert sglang.hf_tokenizer_vocabulary(req, width) is sglang.hf_tokenizer_vocabulary(req, width)
+    with pytest.raises(ConstraintError):
+        sglang.hf_tokenizer_vocabulary(Req("none"), width)
