@@ -249,7 +249,9 @@ def _v1_class() -> type:
     class TetherLogitsProcessor(LogitsProcessor):  # type: ignore[misc,valid-type]
         """Masks the logits of requests that carry ``extra_args["tether"]`` (v1 model runner)."""
 
-        validate_params = classmethod(lambda cls, sampling_params: _validate(sampling_params))
+        @classmethod
+        def validate_params(cls, sampling_params: Any) -> None:
+            _validate(sampling_params)
 
         def __init__(self, vllm_config: Any, device: Any, is_pin_memory: bool) -> None:
             self.device = device
@@ -297,7 +299,9 @@ def _v2_class() -> type:
     class TetherLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc,valid-type]
         """Masks the logits rows of requests that carry ``extra_args["tether"]`` (model runner v2)."""
 
-        validate_params = classmethod(lambda cls, sampling_params: _validate(sampling_params))
+        @classmethod
+        def validate_params(cls, sampling_params: Any) -> None:
+            _validate(sampling_params)
 
         def __init__(self, vllm_config: Any, req_states: LogitsProcRequestState) -> None:
             self.req_states = req_states
