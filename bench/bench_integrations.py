@@ -8,8 +8,25 @@ masks of new states are computed, numba kernels warmed by an earlier 4-token cal
 ``warm`` (same prompt again: masks come from the constraint's cache). On a CPU the
 forward pass dominates; the processor time is what a faster device would expose.
 
+``--stack transformers`` runs, in the same process on the same model, tether's processor
+and, where installed, XGrammar's (``xgrammar.contrib.hf.LogitsProcessor``) and
+llguidance's (llguidance ships no transformers processor: a ten-line bench-local one over
+``LLMatcher`` + ``llguidance.torch`` bitmask fill/apply, batch 1). Each engine gets the
+same JSON Schema, compact JSON (no whitespace between tokens). ``setup_ms``: building the
+engine's tokenizer index (XGrammar, llguidance; tether's vocabulary is built by the
+warm-up call before) and compiling the schema, once per process.
+
+``--stack batch`` times the mask computation of one serving step for 32 requests: tether's
+vLLM path (`requests.BatchConstraints.masks`: each row's new token consumed, then every
+row's mask) against llguidance's parallel fill (``consume_token`` per row, then
+``llguidance.numpy.fill_next_token_bitmask_par`` over an ``LLExecutor``), on the Gemma
+vocabulary, 32 different documents valid under the schema, rows at staggered offsets.
+Two passes over the same documents: ``cold`` (new matchers, tether's mask cache empty) and
+``warm`` (new matchers, the compiled constraint's mask cache filled by the cold pass).
+
     PYTHONPATH=src python bench/bench_integrations.py                  # llama-cpp-python
-    PYTHONPATH=src python bench/bench_integrations.py --stack transformers
+    PYTHONPATH=src python bench/bench_integrations.py --stack transformers [--engines tether,xgrammar]
+    PYTHONPATH=src python bench/bench_integrations.py --stack batch
 """
 
 from __future__ import annotations
@@ -45,7 +62,7 @@ class Timed:
 
 
 def report(stack: str, free: tuple[int, float], constrained: tuple[int, float], timed: Timed,
-           text: str, run: str) -> None:
+           text: str, run: str, **extra: Any) -> None:
     (nf, tf), (nc, tc) = free, constrained
     calls = sorted(timed.times)
     print(json.dumps({
@@ -57,6 +74,7 @@ def report(stack: str, free: tuple[int, float], constrained: tuple[int, float], 
         "processor_ms_p50": round(1000 * statistics.median(calls), 3),
         "processor_ms_max": round(1000 * calls[-1], 3),
         "processor_s_total": round(sum(calls), 3), "processor_calls": len(calls),
+        "first_call_ms": round(1000 * timed.times[0], 3) if timed.times else None, **extra,
         "output": text,
     }))
 
@@ -92,7 +110,57 @@ def bench_llama(max_tokens: int) -> None:
         report("llama-cpp-python", (nf, tf), (nc, tc), timed, text, name)
 
 
-def bench_transformers(max_tokens: int) -> None:
+def _xgrammar_processor(tok: Any, width: int) -> Any:
+    import xgrammar
+    from xgrammar.contrib.hf import LogitsProcessor as XgrProcessor
+
+    info = xgrammar.TokenizerInfo.from_huggingface(tok, vocab_size=width)
+    compiled = xgrammar.GrammarCompiler(info).compile_json_schema(
+        json.dumps(SCHEMA), any_whitespace=False, separators=(",", ":"))
+    return lambda: XgrProcessor(compiled)
+
+
+LLG_DEFAULTS = {"whitespace_flexible": False, "item_separator": ",", "key_separator": ":"}
+
+
+def _llguidance_processor(tok: Any, width: int) -> Any:
+    import llguidance
+    import llguidance.hf
+    import llguidance.torch
+
+    lltok = llguidance.hf.from_tokenizer(tok, n_vocab=width)
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(SCHEMA, defaults=LLG_DEFAULTS)
+
+    class LlgProcessor:
+        """Batch 1: consume the last token (after the first call), fill and apply the mask."""
+
+        def __init__(self) -> None:
+            self.matcher = llguidance.LLMatcher(lltok, grammar)
+            self.bitmask = llguidance.torch.allocate_token_bitmask(1, lltok.vocab_size)
+            self.started = False
+
+        def __call__(self, ids: Any, scores: Any) -> Any:
+            if self.started:
+                self.matcher.consume_token(int(ids[0, -1]))
+            self.started = True
+            llguidance.torch.fill_next_token_bitmask(self.matcher, self.bitmask, 0)
+            llguidance.torch.apply_token_bitmask_inplace(scores, self.bitmask)
+            return scores
+
+    return LlgProcessor
+
+
+def _tether_processor(tok: Any, width: int) -> Any:
+    from tether.integrations.transformers import LogitsProcessor
+
+    return lambda: LogitsProcessor(SCHEMA, tok)
+
+
+ENGINES = {"tether": _tether_processor, "xgrammar": _xgrammar_processor,
+           "llguidance": _llguidance_processor}
+
+
+def bench_transformers(max_tokens: int, engines: list[str]) -> None:
     os.environ.setdefault("TQDM_DISABLE", "1")
     import torch
     import transformers
@@ -105,6 +173,7 @@ def bench_transformers(max_tokens: int) -> None:
     d = embedded_hf_dir()
     tok = transformers.AutoTokenizer.from_pretrained(d)
     model = transformers.AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    width = int(model.config.vocab_size)
     enc = tok([PROMPT], return_tensors="pt")
 
     def run(**kw: Any) -> tuple[int, float, str]:
@@ -116,25 +185,149 @@ def bench_transformers(max_tokens: int) -> None:
         row = out[0, enc["input_ids"].shape[1]:]
         return len(row), dt, tok.decode(row, skip_special_tokens=True)
 
-    # the vocabulary index and numba kernels, on another constraint
-    run(max_new_tokens=4, logits_processor=transformers.LogitsProcessorList([LogitsProcessor(["ab"], tok)]))
-    timed = Timed(LogitsProcessor(SCHEMA, tok))
-    runs = [run(logits_processor=transformers.LogitsProcessorList([timed]))]
-    cold = list(timed.times)
-    nf, tf, _ = run(max_new_tokens=runs[0][0], min_new_tokens=runs[0][0])  # as many tokens, free
-    timed.times.clear()
-    runs.append(run(logits_processor=transformers.LogitsProcessorList([timed])))
-    for name, (nc, tc, text), times in zip(("cold", "warm"), runs, (cold, list(timed.times)), strict=True):
-        timed.times = times
-        report("transformers", (nf, tf), (nc, tc), timed, text, name)
+    # numba kernels and the vocabulary index, on another constraint
+    t0 = time.perf_counter()
+    warmup = LogitsProcessor(["ab"], tok)  # tether's vocabulary (from the tokenizer) and index
+    print(json.dumps({"stack": "transformers", "engine": "tether",
+                      "vocabulary_ms": round(1000 * (time.perf_counter() - t0), 3)}))
+    run(max_new_tokens=4, logits_processor=transformers.LogitsProcessorList([warmup]))
+    setup_ms: dict[str, float] = {}
+    for engine in engines:
+        try:
+            t0 = time.perf_counter()
+            make = ENGINES[engine](tok, width)  # XGrammar, llguidance: tokenizer info + grammar
+            first = make()  # tether: the schema's compile (the vocabulary was built above)
+            setup_ms[engine] = round(1000 * (time.perf_counter() - t0), 3)
+        except ImportError as e:
+            print(json.dumps({"stack": "transformers", "engine": engine, "skipped": str(e)}))
+            continue
+        run(max_new_tokens=2, logits_processor=transformers.LogitsProcessorList([first]))  # warm the library
+        t0 = time.perf_counter()
+        timed = Timed(make())
+        construct = [time.perf_counter() - t0]
+        runs = [run(logits_processor=transformers.LogitsProcessorList([timed]))]
+        cold = list(timed.times)
+        nf, tf, _ = run(max_new_tokens=runs[0][0], min_new_tokens=runs[0][0])  # as many tokens, free
+        t0 = time.perf_counter()
+        timed = Timed(make())  # a new processor (XGrammar's is single-use), same constraint
+        construct.append(time.perf_counter() - t0)
+        runs.append(run(logits_processor=transformers.LogitsProcessorList([timed])))
+        for name, (nc, tc, text), times, c in zip(("cold", "warm"), runs, (cold, list(timed.times)),
+                                                  construct, strict=True):
+            t = Timed(None)
+            t.times = times
+            report(f"transformers/{engine}", (nf, tf), (nc, tc), t, text, name,
+                   construct_ms=round(1000 * c, 3), setup_ms=setup_ms.get(engine))
+
+
+def _documents(n: int) -> list[str]:
+    names = ["Ada", "Bo", "Cyrano de B.", "Dee", "Émile", "Fay"]
+    return [json.dumps({"name": f"{names[i % 6]} {i}", "age": (i * 37) % 121,
+                        "tags": [f"t{j}x{i}" for j in range(i % 5)]},
+                       separators=(",", ":"), ensure_ascii=False) for i in range(n)]
+
+
+def bench_batch(rows: int, steps: int) -> None:
+
+
+    import transformers
+
+    from tether.engine import compile as compile_constraint
+    from tether.integrations.requests import BatchConstraints
+    from tether.integrations.transformers import hf_vocabulary
+    from tether.models.transformers_model import embedded_hf_dir
+    from tether.program.outputs import output_spec
+    from tether.tokens.bitmask import allocate_mask
+
+    tok = transformers.AutoTokenizer.from_pretrained(embedded_hf_dir())
+    docs = [tok.encode(d, add_special_tokens=False) for d in _documents(rows)]
+    offsets = [i % 7 for i in range(rows)]  # staggered: rows at different states each step
+    vocab = hf_vocabulary(tok)
+
+    def tokens_at(i: int, step: int) -> list[int]:
+        doc = docs[i]
+        return doc[: min(offsets[i] + step, len(doc))]
+
+    warm = compile_constraint(output_spec(["ab"]).grammar, vocab).matcher()  # numba kernels loaded
+    warm.compute_mask(allocate_mask(vocab.size))
+    t0 = time.perf_counter()
+    cc = compile_constraint(output_spec(SCHEMA).grammar, vocab)
+    compile_s = time.perf_counter() - t0
+
+    def tether_pass() -> list[float]:
+        batch = BatchConstraints(vocab, lambda _output: cc)
+        lists: list[list[int]] = [[] for _ in range(rows)]
+        for i in range(rows):
+            batch.add(i, {"json": SCHEMA}, lists[i])
+        times = []
+        for step in range(steps):
+            for i in range(rows):
+                lists[i][:] = tokens_at(i, step)
+            t = time.perf_counter()
+            batch.masks()  # consumes the new tokens, then 32 masks
+            times.append(time.perf_counter() - t)
+        assert not any(r.error for r in batch.rows.values()), [r.error for r in batch.rows.values()]
+        return times
+
+    def summary(engine: str, run: str, times: list[float], **extra: Any) -> None:
+        ms = sorted(1000 * t for t in times)
+        print(json.dumps({"stack": "batch", "engine": engine, "run": run, "rows": rows, "steps": len(ms),
+                          "ms_per_step_p50": round(statistics.median(ms), 3),
+                          "ms_per_step_mean": round(statistics.fmean(ms), 3),
+                          "ms_per_step_max": round(ms[-1], 3), **extra}))
+
+    for run in ("cold", "warm"):
+        summary("tether", run, tether_pass(), compile_s=round(compile_s, 3) if run == "cold" else None)
+
+    try:
+        import llguidance
+        import llguidance.hf
+        import llguidance.numpy
+    except ImportError as e:
+        print(json.dumps({"stack": "batch", "engine": "llguidance", "skipped": str(e)}))
+        return
+    lltok = llguidance.hf.from_tokenizer(tok, n_vocab=vocab.size)
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(SCHEMA, defaults=LLG_DEFAULTS)
+    executor = llguidance.LLExecutor()
+
+    def llg_pass() -> list[float]:
+        matchers = [llguidance.LLMatcher(lltok, grammar) for _ in range(rows)]
+        bitmask = llguidance.numpy.allocate_token_bitmask(rows, lltok.vocab_size)
+        consumed = [0] * rows
+        times = []
+        for step in range(steps):
+            t = time.perf_counter()
+            for i, m in enumerate(matchers):
+                toks = tokens_at(i, step)
+                for tk in toks[consumed[i]:]:
+                    m.consume_token(tk)
+                consumed[i] = len(toks)
+            llguidance.numpy.fill_next_token_bitmask_par(executor, [(m, i) for i, m in enumerate(matchers)],
+                                                         bitmask)
+            times.append(time.perf_counter() - t)
+            assert not any(m.is_error() for m in matchers), [m.get_error() for m in matchers]
+        return times
+
+    for run in ("cold", "warm"):
+        summary("llguidance", run, llg_pass())
+
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--stack", choices=["llama", "transformers"], default="llama")
+    ap.add_argument("--stack", choices=["llama", "transformers", "batch"], default="llama")
     ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--engines", default="tether,xgrammar,llguidance",
+                    help="transformers: which processors (those not installed are skipped)")
+    ap.add_argument("--rows", type=int, default=32, help="batch: requests per step")
+    ap.add_argument("--steps", type=int, default=24, help="batch: steps per pass")
     args = ap.parse_args()
-    {"llama": bench_llama, "transformers": bench_transformers}[args.stack](args.max_tokens)
+    if args.stack == "llama":
+        bench_llama(args.max_tokens)
+    elif args.stack == "transformers":
+        bench_transformers(args.max_tokens, [e for e in args.engines.split(",") if e])
+    else:
+        bench_batch(args.rows, args.steps)
     return 0
 
 

@@ -5,7 +5,9 @@ Code map: ``_common.py`` (an ``output`` → the engine's compiled constraint, th
 processor for ``llama_cpp.Llama``) → ``transformers.py`` (a
 ``transformers.LogitsProcessor`` for ``model.generate``, batches and beams) →
 ``requests.py`` (per-request constraints of a serving batch, no engine imported) →
-``vllm.py`` (vLLM's v1 logits-processor interface). ``transformers.py`` and ``vllm.py``
-import their library when imported; this package itself imports nothing heavy. See
+``vllm.py`` (vLLM's two model runners' logits-processor interfaces) → ``sglang.py``
+(SGLang's custom logit processor). ``transformers.py`` imports its library when
+imported; ``vllm.py`` builds its classes on first access; ``sglang.py`` falls back to a
+stand-in base class without SGLang; this package itself imports nothing heavy. See
 ``docs/integrations.md``.
 """
