@@ -214,9 +214,12 @@ def test_n_seed_and_temperature(client) -> None:
               extra_body={"guided_json": PERSON})
     a = client.chat.completions.create(**kw)
     b = client.chat.completions.create(**kw)
-    assert [c.index for c in a.choices] == [0, 1, 2]
-    assert [c.message.content for c in a.choices] == [c.message.content for c in b.choices]
-    for c in a.choices:
+    assert [c.index for c in a.choices] == [c.index for c in b.choices] == [0, 1, 2]
+    # the same seed repeats the first token's draw; later draws may part, because the
+    # server keeps earlier prompts' caches and llama.cpp's numbers depend a little on
+    # where cells lie (a repeated request is bitwise the same with the prefix cache off:
+    # test_server_batch.py::test_seeded_jobs_repeat_without_the_prefix_cache)
+    for c in a.choices + b.choices:
         if c.finish_reason == "stop":
             jsonschema.validate(json.loads(c.message.content), PERSON)
     g1 = client.chat.completions.create(model="gemma3-270m", messages=USER, max_tokens=8, temperature=0)

@@ -88,6 +88,7 @@ class ServerConfig:
     default_max_tokens: int = 512
     n_ctx: int = 8192
     batch: bool = True
+    prefix_cache: bool = True  # keep finished requests' KV caches for later prompts (see BatchedLlama)
     served_names: tuple[str, ...] = ()
     load_options: dict[str, Any] = field(default_factory=dict)
 
@@ -184,7 +185,9 @@ def backend_for(model: Any, config: ServerConfig) -> Backend:
     from tether.models.llama_cpp import LlamaCppModel
     from tether.server.runner import BatchBackend, SerialBackend
 
-    return BatchBackend(model) if config.batch and isinstance(model, LlamaCppModel) else SerialBackend(model)
+    if config.batch and isinstance(model, LlamaCppModel):
+        return BatchBackend(model, prefix_cache=config.prefix_cache)
+    return SerialBackend(model)
 
 
 def warm_up(runner: Runner) -> None:

@@ -171,11 +171,11 @@ class SerialBackend(Backend):
 class BatchBackend(Backend):
     """Continuous batching on a llama.cpp model (`BatchedLlama`)."""
 
-    def __init__(self, model: Any, *, wait_s: float = 0.005) -> None:
+    def __init__(self, model: Any, *, wait_s: float = 0.02, prefix_cache: bool = True) -> None:
         from tether.models.llama_batch import BatchedLlama
 
         self.model = model
-        self.batched = BatchedLlama(model, wait_s=wait_s)
+        self.batched = BatchedLlama(model, wait_s=wait_s, prefix_cache=prefix_cache)
         self.n_ctx = self.batched.n_ctx
         self.max_seqs = self.batched.n_slots
 
