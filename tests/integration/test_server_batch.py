@@ -3,6 +3,7 @@ decoded together in one batch give what each gives alone."""
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 
@@ -245,25 +246,50 @@ def _assert_same_distribution(alone: np.ndarray, row: np.ndarray) -> None:
         assert int(np.argmax(alone)) == int(np.argmax(row))
 
 
-def test_seeded_jobs_repeat_without_the_prefix_cache() -> None:
-    """With ``prefix_cache=False`` a seeded request repeated alone samples the same texts."""
+PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}, "age": {"type": "integer"}},
+          "required": ["name", "age"]}
+ASK = [{"role": "user", "content": "Describe a person."}]
+
+
+@pytest.fixture(scope="module")
+def runner():
+    """A server's runner on continuous batching, with the prefix cache off (runs repeat)."""
     from tether.server.app import ServerConfig, load_runner
+
+    r, _ = load_runner(ServerConfig(parallel=2, prefix_cache=False))
+    yield r
+    r.close()
+
+
+def _run(runner, n: int = 1, **job):
     from tether.server.constraints import Constraint
     from tether.server.runner import Job, run_job
 
-    cfg = ServerConfig(parallel=2, prefix_cache=False)
-    runner, _ = load_runner(cfg)
-    try:
-        person = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
-                                                   "age": {"type": "integer"}}, "required": ["name", "age"]}
-        compiled, _ = runner.compile(Constraint("json_schema", "person", person))
-        texts = []
-        for _ in range(3):
-            pp, max_tokens = runner.prepare([{"role": "user", "content": "Describe a person."}], n=3,
-                                            max_tokens=30)
-            job = Job("seeded", pp, compiled, max_tokens, n=3, seed=7, temperature=1.0)
-            texts.append([c.text for c in run_job(runner.backend, job, lambda _d: None).choices])
-        assert texts[0] == texts[1] == texts[2]
-        assert len(set(texts[0])) > 1  # the samples differ from each other
-    finally:
-        runner.close()
+    compiled, _ = runner.compile(Constraint("json_schema", "person", PERSON))
+    pp, max_tokens = runner.prepare(ASK, n=n, max_tokens=30)
+    return run_job(runner.backend, Job("job", pp, compiled, max_tokens, n=n, **job), lambda _d: None)
+
+
+def test_seeded_jobs_repeat_without_the_prefix_cache(runner) -> None:
+    """With ``prefix_cache=False`` a seeded request repeated alone samples the same texts."""
+    texts = [[c.text for c in _run(runner, n=3, seed=7, temperature=1.0).choices] for _ in range(3)]
+    assert texts[0] == texts[1] == texts[2]
+    assert len(set(texts[0])) > 1  # the samples differ from each other
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_top_logprobs_replay_the_decoders_distribution(runner, temperature) -> None:
+    """The chosen tokens' log-probabilities are the same whether alternatives are asked
+    for (read from the rows the decoder saw, under a replay of the constraint) or not
+    (the decoder's own sums); the alternatives are sorted and include the chosen token
+    wherever it is among the most likely."""
+    plain = _run(runner, logprobs=True, seed=3, temperature=temperature).choices[0]
+    alts = _run(runner, logprobs=True, top_logprobs=20, seed=3, temperature=temperature).choices[0]
+    assert plain.text == alts.text and len(plain.logprobs) == len(alts.logprobs) > 3
+    for p, a in zip(plain.logprobs, alts.logprobs, strict=True):
+        assert p.token == a.token and math.isclose(p.logprob, a.logprob, abs_tol=1e-4), (p, a)
+        values = [x.logprob for x in a.top]
+        assert values == sorted(values, reverse=True) and len(a.top) <= 20
+        if a.logprob >= values[-1]:
+            assert any(x.token == a.token and math.isclose(x.logprob, a.logprob) for x in a.top)
+        assert sum(math.exp(v) for v in values) <= 1 + 1e-6

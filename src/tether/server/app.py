@@ -233,13 +233,14 @@ def _sampling(state: State, runner: Runner, req: ChatCompletionRequest | Complet
 
 
 def _job(jid: str, req: ChatCompletionRequest | CompletionRequest, runner: Runner, pp: Any, compiled: Any,
-         max_tokens: int, n: int, stops: list[str], logprobs: bool, until: float) -> Job:
+         max_tokens: int, n: int, stops: list[str], logprobs: bool, top_logprobs: int, until: float) -> Job:
     seed = None if req.seed is None else req.seed % (1 << 64)
     return Job(jid, pp, compiled, max_tokens, n=n,
                temperature=1.0 if req.temperature is None else req.temperature,
                top_p=1.0 if req.top_p is None else req.top_p,
                top_k=0 if req.top_k is None or req.top_k < 0 else req.top_k,
-               min_p=req.min_p or 0.0, seed=seed, stops=stops, logprobs=logprobs, until=until)
+               min_p=req.min_p or 0.0, seed=seed, stops=stops, logprobs=logprobs, top_logprobs=top_logprobs,
+               until=until)
 
 
 DONE = object()
@@ -279,16 +280,28 @@ async def _compile(runner: Runner, c: Constraint, seconds: float) -> tuple[Any, 
 
 
 def _logprob_items(lps: list[TokenLogprob]) -> list[dict[str, Any]]:
-    return [{"token": t.token, "logprob": t.logprob, "bytes": t.bytes, "top_logprobs": []} for t in lps]
+    """Chat's ``logprobs.content``: each token with its ``top_logprobs`` (most likely first)."""
+    return [{"token": t.token, "logprob": t.logprob, "bytes": t.bytes,
+             "top_logprobs": [{"token": a.token, "logprob": a.logprob, "bytes": a.bytes} for a in t.top]}
+            for t in lps]
 
 
-def _completion_logprobs(lps: list[TokenLogprob], offset: int) -> dict[str, Any]:
+def _completion_logprobs(lps: list[TokenLogprob], offset: int, top: int) -> dict[str, Any]:
+    """The completions API's ``logprobs``: with ``top`` > 0, per position a map of the most
+    likely tokens' texts to their log-probabilities, the chosen token's included."""
     offsets, pos = [], offset
     for t in lps:
         offsets.append(pos)
         pos += len(t.token)
+    tops = None
+    if top:
+        tops = []
+        for t in lps:
+            m = {a.token: a.logprob for a in reversed(t.top)}  # a text shared by two tokens keeps the likelier
+            m.setdefault(t.token, t.logprob)
+            tops.append(m)
     return {"tokens": [t.token for t in lps], "token_logprobs": [t.logprob for t in lps],
-            "top_logprobs": None, "text_offset": offsets}
+            "top_logprobs": tops, "text_offset": offsets}
 
 
 def _usage(prompt: int, completion: int) -> dict[str, int]:
@@ -480,9 +493,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             rec.model = state.check_model(req.model)
             max_tokens, n, stops = _sampling(state, runner, req, req.max_completion_tokens
                                               if req.max_completion_tokens is not None else req.max_tokens)
-            if req.top_logprobs:
-                raise RequestError("top_logprobs is not available: tether reports the log-probability of each "
-                                   "chosen token only (logprobs=true, top_logprobs=0)", "top_logprobs")
+            if req.top_logprobs and not req.logprobs:
+                raise RequestError("top_logprobs needs logprobs=true", "top_logprobs")
             with limits(config.limits):
                 c = chat_constraint(req)
             rec.constraint, param = c.kind, c.param
@@ -493,7 +505,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
                 pp, mt = await _in_pool(runner.workers, runner.prepare, msgs, n=n, max_tokens=max_tokens,
                                         timeout=max(1.0, until - time.monotonic()))
                 rec.prompt_tokens = len(pp.tokens)
-                job = _job(jid, req, runner, pp, compiled, mt, n, stops, req.logprobs, until)
+                job = _job(jid, req, runner, pp, compiled, mt, n, stops, req.logprobs, req.top_logprobs or 0, until)
                 q, fut = _start(runner, job)
                 return job, q, fut
 
@@ -532,9 +544,6 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             runner = state.ready()
             rec.model = state.check_model(req.model)
             max_tokens, n, stops = _sampling(state, runner, req, req.max_tokens)
-            if req.logprobs:
-                raise RequestError("logprobs > 0 asks for alternatives, which tether does not report: use "
-                                   "logprobs=0 for the chosen tokens' log-probabilities", "logprobs")
             if req.suffix:
                 raise RequestError("suffix (insertion) is not supported", "suffix")
             if req.best_of is not None and req.best_of != n:
@@ -553,7 +562,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
                 pp, mt = await _in_pool(runner.workers, runner.prepare, prompt, n=n, max_tokens=max_tokens,
                                         timeout=max(1.0, until - time.monotonic()))
                 rec.prompt_tokens = len(pp.tokens)
-                job = _job(jid, req, runner, pp, compiled, mt, n, stops, req.logprobs is not None, until)
+                job = _job(jid, req, runner, pp, compiled, mt, n, stops, req.logprobs is not None,
+                           req.logprobs or 0, until)
                 q, fut = _start(runner, job)
                 return job, q, fut
 
@@ -571,7 +581,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             return _error_response(rec, exc, state.metrics, c.param)
         head = prompt if req.echo else ""
         choices = [{"index": ch.index, "text": head + ch.text, "finish_reason": ch.finish_reason,
-                    "logprobs": _completion_logprobs(ch.logprobs, len(head)) if req.logprobs is not None else None}
+                    "logprobs": _completion_logprobs(ch.logprobs, len(head), req.logprobs or 0)
+                    if req.logprobs is not None else None}
                    for ch in res.choices]
         rec.finish = [ch.finish_reason for ch in res.choices]
         rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
@@ -648,9 +659,14 @@ async def _completion_stream(state: State, rec: _Record, req: CompletionRequest,
     usage_wanted = bool(req.stream_options and req.stream_options.include_usage)
     finished = False
     try:
+        offsets = [0] * job.n
         async for d in _stream_events(q):
-            if d.text:
-                yield _sse({**base, "choices": [{"index": d.index, "text": d.text, "logprobs": None,
+            lp = None
+            if req.logprobs is not None and d.logprobs:
+                lp = _completion_logprobs(d.logprobs, offsets[d.index], req.logprobs)
+                offsets[d.index] += sum(len(t.token) for t in d.logprobs)
+            if d.text or lp:
+                yield _sse({**base, "choices": [{"index": d.index, "text": d.text, "logprobs": lp,
                                                  "finish_reason": None}]})
         res = fut.result()
         rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
