@@ -515,7 +515,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             return _error_response(rec, exc, state.metrics, param)
         created = int(time.time())
         if req.stream:
-            return StreamingResponse(_chat_stream(state, rec, req, c, job, q, fut, created),
+            return StreamingResponse(_guarded(state, rec, job, c.param,
+                                              _chat_stream(state, rec, req, c, job, q, fut, created)),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         try:
             res = await _await_job(request, job, fut)
@@ -573,7 +574,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             return _error_response(rec, exc, state.metrics, param)
         created = int(time.time())
         if req.stream:
-            return StreamingResponse(_completion_stream(state, rec, req, job, q, fut, created),
+            return StreamingResponse(_guarded(state, rec, job, None,
+                                              _completion_stream(state, rec, req, job, q, fut, created)),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         try:
             res = await _await_job(request, job, fut)
@@ -601,6 +603,35 @@ async def _stream_events(q: asyncio.Queue[Any]) -> AsyncIterator[Delta]:
         yield item
 
 
+SSE_DONE = "data: [DONE]\n\n"
+
+
+async def _guarded(state: State, rec: _Record, job: Job, param: str | None,
+                   events: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The tail both SSE streams share: a client that goes away cancels the job (logged as
+    499, its slot freed at once); an error once the headers are out is reported in the
+    stream (an OpenAI error body), then ``[DONE]``; the job is cancelled in any case."""
+    finished = False
+    try:
+        async for item in events:
+            yield item
+            finished = item == SSE_DONE
+    except (asyncio.CancelledError, GeneratorExit):
+        job.cancelled.set()
+        rec.outcome, rec.status = "cancelled", 499
+        rec.done(state.metrics)
+        raise
+    except Exception as exc:  # noqa: BLE001 -- the headers are sent: report in the stream
+        job.cancelled.set()
+        if not finished:
+            resp = _error_response(rec, exc, state.metrics, param)
+            yield f"data: {bytes(resp.body).decode()}\n\n"
+            yield SSE_DONE
+    finally:
+        job.cancelled.set()
+        await events.aclose()
+
+
 async def _chat_stream(state: State, rec: _Record, req: ChatCompletionRequest, c: Constraint, job: Job,
                        q: asyncio.Queue[Any], fut: asyncio.Future[JobResult], created: int) -> AsyncIterator[str]:
     base = {"id": job.id, "object": "chat.completion.chunk", "created": created, "model": rec.model,
@@ -611,87 +642,55 @@ async def _chat_stream(state: State, rec: _Record, req: ChatCompletionRequest, c
         return _sse({**base, "choices": choices, **extra})
 
     buffered = c.is_tools  # a tool call is known once complete: its choice is sent at the end
-    finished = False
-    try:
-        yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                      "finish_reason": None} for i in range(job.n)])
-        async for d in _stream_events(q):
-            if buffered:
-                continue
-            lp = {"content": _logprob_items(d.logprobs)} if req.logprobs else None
-            if d.text or lp:
-                yield chunk([{"index": d.index, "delta": {"content": d.text}, "logprobs": lp, "finish_reason": None}])
-        res = fut.result()
-        rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
-        for ch in res.choices:
-            msg, finish = _message(c, ch.text, ch.finish_reason, job.id, ch.index)
-            rec.finish.append(finish)
-            delta: dict[str, Any] = {}
-            if buffered:
-                if "tool_calls" in msg:
-                    delta = {"tool_calls": [{"index": 0, **tc} for tc in msg["tool_calls"]]}
-                else:
-                    delta = {"content": msg["content"]}
-            yield chunk([{"index": ch.index, "delta": delta, "logprobs": None, "finish_reason": finish}])
-        if usage_wanted:
-            yield chunk([], usage=_usage(res.prompt_tokens, res.completion_tokens))
-        yield "data: [DONE]\n\n"
-        finished = True
-        rec.done(state.metrics)
-    except (asyncio.CancelledError, GeneratorExit):
-        job.cancelled.set()
-        rec.outcome, rec.status = "cancelled", 499
-        rec.done(state.metrics)
-        raise
-    except Exception as exc:  # noqa: BLE001 -- the headers are sent: report in the stream
-        job.cancelled.set()
-        if not finished:
-            resp = _error_response(rec, exc, state.metrics, c.param)
-            yield f"data: {bytes(resp.body).decode()}\n\n"
-            yield "data: [DONE]\n\n"
-    finally:
-        job.cancelled.set()
+    yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                  "finish_reason": None} for i in range(job.n)])
+    async for d in _stream_events(q):
+        if buffered:
+            continue
+        lp = {"content": _logprob_items(d.logprobs)} if req.logprobs else None
+        if d.text or lp:
+            yield chunk([{"index": d.index, "delta": {"content": d.text}, "logprobs": lp, "finish_reason": None}])
+    res = fut.result()
+    rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
+    for ch in res.choices:
+        msg, finish = _message(c, ch.text, ch.finish_reason, job.id, ch.index)
+        rec.finish.append(finish)
+        delta: dict[str, Any] = {}
+        if buffered:
+            if "tool_calls" in msg:
+                delta = {"tool_calls": [{"index": 0, **tc} for tc in msg["tool_calls"]]}
+            else:
+                delta = {"content": msg["content"]}
+        yield chunk([{"index": ch.index, "delta": delta, "logprobs": None, "finish_reason": finish}])
+    if usage_wanted:
+        yield chunk([], usage=_usage(res.prompt_tokens, res.completion_tokens))
+    yield SSE_DONE
+    rec.done(state.metrics)
 
 
 async def _completion_stream(state: State, rec: _Record, req: CompletionRequest, job: Job, q: asyncio.Queue[Any],
                              fut: asyncio.Future[JobResult], created: int) -> AsyncIterator[str]:
     base = {"id": job.id, "object": "text_completion", "created": created, "model": rec.model}
     usage_wanted = bool(req.stream_options and req.stream_options.include_usage)
-    finished = False
-    try:
-        offsets = [0] * job.n
-        async for d in _stream_events(q):
-            lp = None
-            if req.logprobs is not None and d.logprobs:
-                lp = _completion_logprobs(d.logprobs, offsets[d.index], req.logprobs)
-                offsets[d.index] += sum(len(t.token) for t in d.logprobs)
-            if d.text or lp:
-                yield _sse({**base, "choices": [{"index": d.index, "text": d.text, "logprobs": lp,
-                                                 "finish_reason": None}]})
-        res = fut.result()
-        rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
-        for ch in res.choices:
-            rec.finish.append(ch.finish_reason)
-            yield _sse({**base, "choices": [{"index": ch.index, "text": "", "logprobs": None,
-                                             "finish_reason": ch.finish_reason}]})
-        if usage_wanted:
-            yield _sse({**base, "choices": [], "usage": _usage(res.prompt_tokens, res.completion_tokens)})
-        yield "data: [DONE]\n\n"
-        finished = True
-        rec.done(state.metrics)
-    except (asyncio.CancelledError, GeneratorExit):
-        job.cancelled.set()
-        rec.outcome, rec.status = "cancelled", 499
-        rec.done(state.metrics)
-        raise
-    except Exception as exc:  # noqa: BLE001
-        job.cancelled.set()
-        if not finished:
-            resp = _error_response(rec, exc, state.metrics, None)
-            yield f"data: {bytes(resp.body).decode()}\n\n"
-            yield "data: [DONE]\n\n"
-    finally:
-        job.cancelled.set()
+    offsets = [0] * job.n
+    async for d in _stream_events(q):
+        lp = None
+        if req.logprobs is not None and d.logprobs:
+            lp = _completion_logprobs(d.logprobs, offsets[d.index], req.logprobs)
+            offsets[d.index] += sum(len(t.token) for t in d.logprobs)
+        if d.text or lp:
+            yield _sse({**base, "choices": [{"index": d.index, "text": d.text, "logprobs": lp,
+                                             "finish_reason": None}]})
+    res = fut.result()
+    rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
+    for ch in res.choices:
+        rec.finish.append(ch.finish_reason)
+        yield _sse({**base, "choices": [{"index": ch.index, "text": "", "logprobs": None,
+                                         "finish_reason": ch.finish_reason}]})
+    if usage_wanted:
+        yield _sse({**base, "choices": [], "usage": _usage(res.prompt_tokens, res.completion_tokens)})
+    yield SSE_DONE
+    rec.done(state.metrics)
 
 
 class Guard:
