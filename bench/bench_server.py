@@ -35,8 +35,10 @@ Numbers depend on the machine and on what else runs on it: say which when report
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -121,7 +123,8 @@ def start(kind: str, parallel: int, log: Path, vllm: VllmOptions | None = None,
                "--interrupt_requests", "False"]
         health, model = "/v1/models", "gemma3-270m"
     with open(log, "wb") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+        # a session of its own: vLLM runs its engine in child processes, stopped with it
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + wait_s
     while True:
@@ -134,10 +137,22 @@ def start(kind: str, parallel: int, log: Path, vllm: VllmOptions | None = None,
         except OSError:
             pass
         if time.time() > deadline:
-            proc.kill()
+            stop(proc)
             raise RuntimeError(f"{kind} did not start within {wait_s:.0f} s: "
                                f"{log.read_text(errors='replace')[-1500:]}")
         time.sleep(0.3)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server and the processes it started (its process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # children that outlived it
+    proc.wait()
 
 
 @dataclass
@@ -288,11 +303,7 @@ def main() -> int:
                       f"{row['latency_p50']:8.2f} {row['latency_p99']:8.2f} {row['ttft_p50']:8.2f} "
                       f"{row['ttft_p99']:8.2f}", flush=True)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
