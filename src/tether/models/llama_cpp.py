@@ -276,6 +276,8 @@ class LlamaCppModel:
         ]
         # _slots[k]: the tokens whose K/V slot k holds, in order; logits() uses slot 0
         self._slots: list[list[int]] = [[] for _ in range(n_seq)]
+        self._used = [0] * n_seq  # eval_slots call that last wrote each slot (recency of caches)
+        self._stamp = 0
         self._last_logits: NDArray[np.float32] | None = None  # valid for _slots[0]
         _LIVE.add(self)
 
@@ -437,6 +439,129 @@ class LlamaCppModel:
             self.costs.evaluated_tokens += sum(len(t) - keep for _, t, keep in plan)
         return out
 
+    # -- the continuous-batching seam (`tether.models.llama_batch`) ------------------
+
+    def slot_length(self, slot: int) -> int:
+        """How many tokens the K/V cache of ``slot`` holds."""
+        return len(self._slots[self._slot_index(slot)])
+
+    def clear_slot(self, slot: int) -> None:
+        """Drop the K/V cache of ``slot`` (its cells come free unless another slot shares them)."""
+        self._trim(self._slot_index(slot), 0)
+
+    def eval_slots(self, entries: Sequence[tuple[int, Sequence[int]]]) -> tuple[NDArray[np.float32], list[int]]:
+        """Logits after each ``(slot, tokens)`` entry, all evaluated in one forward pass.
+
+        Each entry names its own slot (distinct slots). A slot keeps the longest prefix of
+        its tokens that it already holds; when another slot that this call does not write
+        to holds a longer one (the same prompt served before, or being served now; the
+        most recently used slot among equals), the slot takes that prefix from it (shared
+        cells, no compute). The rest of the tokens is evaluated.
+
+        Prefill: an entry whose slot held none of its tokens (a new sequence) has all but
+        its last token evaluated first, in a `llama_decode` of their own, once per distinct
+        text (entries with the same text share the cells); the last tokens are evaluated
+        after that with the other entries' new tokens. So the logits of a new sequence do
+        not depend on how much of its prompt was cached: a request repeated alone gives the
+        same numbers, whether its prompt came from the cache or not.
+
+        Returns ``float32[len(entries), n_vocab]`` (a new array) and how many tokens each
+        entry evaluated (its share of a prefill counted once, by the entry that ran it).
+
+        Raises:
+            ModelArgumentError: a slot out of range or named twice; tokens as for `logits`.
+            ContextLengthError: the slots together outgrew the context (every slot is
+                cleared, as llama.cpp leaves the cache undefined).
+            ModelError: llama.cpp failed to evaluate.
+        """
+        reqs = [(self._slot_index(k), self._check(t)) for k, t in entries]
+        if len({k for k, _ in reqs}) != len(reqs):
+            raise ModelArgumentError("eval_slots() needs a distinct slot per entry", argument="entries")
+        self._last_logits = None
+        self._stamp += 1
+        for k, _ in reqs:
+            self._used[k] = self._stamp
+        plan, fresh = self._share_prefixes(reqs)
+        evaluated = [len(t) - keep for _, t, keep in plan]
+        plan, copied = self._prefill(plan, fresh)
+        evaluated = [1 if k in copied else n for (k, _, _), n in zip(plan, evaluated, strict=True)]
+        rows = self._decode(plan)
+        out = np.empty((len(rows), self.n_vocab), np.float32)
+        for i, row in enumerate(rows):
+            out[i] = np.ctypeslib.as_array(self._lib.llama_get_logits_ith(self._ctx, row), shape=(self.n_vocab,))
+        self.costs.model_calls += 1
+        self.costs.evaluated_tokens += sum(evaluated)
+        return out, evaluated
+
+    def _prefill(self, plan: list[tuple[int, list[int], int]], fresh: list[bool]
+                 ) -> tuple[list[tuple[int, list[int], int]], set[int]]:
+        """Evaluate all but the last token of each fresh entry (see `eval_slots`); return
+        the plan of what is left (the last tokens of those entries) and the slots that
+        took their text from another entry's prefill."""
+        leaders: dict[tuple[int, ...], int] = {}  # text before the last token -> slot that evaluates it
+        first: list[tuple[int, list[int], int]] = []
+        followers: list[tuple[int, int, int]] = []  # (slot, leader slot, cells)
+        for (k, toks, keep), new in zip(plan, fresh, strict=True):
+            if not new or len(toks) - keep < 2:
+                continue
+            head = tuple(toks[:-1])
+            lead = leaders.setdefault(head, k)
+            if lead == k:
+                first.append((k, toks[:-1], keep))
+            else:
+                followers.append((k, lead, len(head)))
+        if not first:
+            return plan, set()
+        self._decode(first, outputs=False)
+        for k, lead, n in followers:
+            self._lib.llama_memory_seq_rm(self._mem, k, -1, -1)
+            self._lib.llama_memory_seq_cp(self._mem, lead, k, 0, n)
+            self._slots[k] = self._slots[lead][:n]
+        done = {k for k, _, _ in first} | {k for k, _, _ in followers}
+        return ([(k, toks, len(toks) - 1) if k in done else (k, toks, keep) for k, toks, keep in plan],
+                {k for k, _, _ in followers})
+
+    def _slot_index(self, slot: int) -> int:
+        if not self._ctx:
+            raise ModelError(f"model {self.name!r} is closed")
+        if isinstance(slot, bool) or not isinstance(slot, int | np.integer) or not 0 <= slot < self.n_seq:
+            raise ModelArgumentError(f"slot {slot!r} is not one of the {self.n_seq} KV-cache slots",
+                                     argument="slot")
+        return int(slot)
+
+    def _share_prefixes(self, reqs: list[tuple[int, list[int]]]
+                        ) -> tuple[list[tuple[int, list[int], int]], list[bool]]:
+        """The ``(slot, tokens, keep)`` plan of `eval_slots`: each slot trimmed to its own
+        common prefix with its tokens, or primed with a longer one copied from a slot that
+        no entry copies into (so that every copy reads cells this call leaves alone); and
+        per entry whether its slot held none of its tokens (a new sequence)."""
+        own = [_common_prefix(self._slots[k], t, len(t) - 1) for k, t in reqs]
+
+        def best_source(k: int, toks: list[int], floor: int, banned: set[int]) -> tuple[int, int]:
+            src, best = -1, floor
+            if len(toks) - 1 > floor:
+                for j, held in enumerate(self._slots):
+                    if j != k and j not in banned and held:
+                        n = _common_prefix(held, toks, len(toks) - 1)
+                        if n > best or (n == best and src >= 0 and self._used[j] > self._used[src]):
+                            src, best = j, n
+            return src, best
+
+        picks = [best_source(k, t, o, set()) for (k, t), o in zip(reqs, own, strict=True)]
+        dests = {k for (k, _), (src, _) in zip(reqs, picks, strict=True) if src >= 0}
+        picks = [best_source(k, t, o, dests) if src in dests else (src, n)
+                 for (k, t), o, (src, n) in zip(reqs, own, picks, strict=True)]
+        plan = []
+        for (k, toks), o, (src, n) in zip(reqs, own, picks, strict=True):
+            if src >= 0:
+                self._lib.llama_memory_seq_rm(self._mem, k, -1, -1)
+                self._lib.llama_memory_seq_cp(self._mem, src, k, 0, n)
+                self._slots[k] = self._slots[src][:n]
+                plan.append((k, toks, n))
+            else:
+                plan.append((k, toks, o))
+        return [(k, toks, self._trim(k, keep)) for k, toks, keep in plan], [o == 0 for o in own]
+
     def reset(self) -> None:
         """Drop the KV cache of every slot (the next call evaluates every token)."""
         self._lib.llama_memory_clear(self._mem, True)
@@ -556,11 +681,12 @@ class LlamaCppModel:
             self._last_logits = None
         return plan
 
-    def _decode(self, plan: list[tuple[int, list[int], int]]) -> list[int]:
+    def _decode(self, plan: list[tuple[int, list[int], int]], *, outputs: bool = True) -> list[int]:
         """Evaluate ``tokens[keep:]`` of each ``(slot, tokens, keep)`` in as few
         ``llama_decode`` calls as ``n_batch`` allows, the last token of every entry in
         the final call. Returns, per entry, the batch index of its last token (for
-        ``llama_get_logits_ith``; valid until the next decode).
+        ``llama_get_logits_ith``; valid until the next decode). ``outputs=False``: no
+        logits at all (a prefill).
         """
         items: list[tuple[int, int, int]] = []  # (slot, token, position), no logits
         lasts: list[tuple[int, int, int]] = []  # the last token of each entry
@@ -578,7 +704,7 @@ class LlamaCppModel:
                 self._batch_seq_views[j][0] = slot
             self._batch_logits[:m] = 0
             self._batch.n_tokens = m
-            if chunk is chunks[-1]:
+            if chunk is chunks[-1] and outputs:
                 self._batch_logits[m - len(lasts) : m] = 1
             rc = self._lib.llama_decode(self._ctx, self._batch)
             if rc != 0:

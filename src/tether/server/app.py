@@ -88,6 +88,7 @@ class ServerConfig:
     default_max_tokens: int = 512
     n_ctx: int = 8192
     batch: bool = True
+    prefix_cache: bool = True  # keep finished requests' KV caches for later prompts (see BatchedLlama)
     served_names: tuple[str, ...] = ()
     load_options: dict[str, Any] = field(default_factory=dict)
 
@@ -184,7 +185,9 @@ def backend_for(model: Any, config: ServerConfig) -> Backend:
     from tether.models.llama_cpp import LlamaCppModel
     from tether.server.runner import BatchBackend, SerialBackend
 
-    return BatchBackend(model) if config.batch and isinstance(model, LlamaCppModel) else SerialBackend(model)
+    if config.batch and isinstance(model, LlamaCppModel):
+        return BatchBackend(model, prefix_cache=config.prefix_cache)
+    return SerialBackend(model)
 
 
 def warm_up(runner: Runner) -> None:
@@ -230,13 +233,14 @@ def _sampling(state: State, runner: Runner, req: ChatCompletionRequest | Complet
 
 
 def _job(jid: str, req: ChatCompletionRequest | CompletionRequest, runner: Runner, pp: Any, compiled: Any,
-         max_tokens: int, n: int, stops: list[str], logprobs: bool, until: float) -> Job:
+         max_tokens: int, n: int, stops: list[str], logprobs: bool, top_logprobs: int, until: float) -> Job:
     seed = None if req.seed is None else req.seed % (1 << 64)
     return Job(jid, pp, compiled, max_tokens, n=n,
                temperature=1.0 if req.temperature is None else req.temperature,
                top_p=1.0 if req.top_p is None else req.top_p,
                top_k=0 if req.top_k is None or req.top_k < 0 else req.top_k,
-               min_p=req.min_p or 0.0, seed=seed, stops=stops, logprobs=logprobs, until=until)
+               min_p=req.min_p or 0.0, seed=seed, stops=stops, logprobs=logprobs, top_logprobs=top_logprobs,
+               until=until)
 
 
 DONE = object()
@@ -276,16 +280,28 @@ async def _compile(runner: Runner, c: Constraint, seconds: float) -> tuple[Any, 
 
 
 def _logprob_items(lps: list[TokenLogprob]) -> list[dict[str, Any]]:
-    return [{"token": t.token, "logprob": t.logprob, "bytes": t.bytes, "top_logprobs": []} for t in lps]
+    """Chat's ``logprobs.content``: each token with its ``top_logprobs`` (most likely first)."""
+    return [{"token": t.token, "logprob": t.logprob, "bytes": t.bytes,
+             "top_logprobs": [{"token": a.token, "logprob": a.logprob, "bytes": a.bytes} for a in t.top]}
+            for t in lps]
 
 
-def _completion_logprobs(lps: list[TokenLogprob], offset: int) -> dict[str, Any]:
+def _completion_logprobs(lps: list[TokenLogprob], offset: int, top: int) -> dict[str, Any]:
+    """The completions API's ``logprobs``: with ``top`` > 0, per position a map of the most
+    likely tokens' texts to their log-probabilities, the chosen token's included."""
     offsets, pos = [], offset
     for t in lps:
         offsets.append(pos)
         pos += len(t.token)
+    tops = None
+    if top:
+        tops = []
+        for t in lps:
+            m = {a.token: a.logprob for a in reversed(t.top)}  # a text shared by two tokens keeps the likelier
+            m.setdefault(t.token, t.logprob)
+            tops.append(m)
     return {"tokens": [t.token for t in lps], "token_logprobs": [t.logprob for t in lps],
-            "top_logprobs": None, "text_offset": offsets}
+            "top_logprobs": tops, "text_offset": offsets}
 
 
 def _usage(prompt: int, completion: int) -> dict[str, int]:
@@ -477,9 +493,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             rec.model = state.check_model(req.model)
             max_tokens, n, stops = _sampling(state, runner, req, req.max_completion_tokens
                                               if req.max_completion_tokens is not None else req.max_tokens)
-            if req.top_logprobs:
-                raise RequestError("top_logprobs is not available: tether reports the log-probability of each "
-                                   "chosen token only (logprobs=true, top_logprobs=0)", "top_logprobs")
+            if req.top_logprobs and not req.logprobs:
+                raise RequestError("top_logprobs needs logprobs=true", "top_logprobs")
             with limits(config.limits):
                 c = chat_constraint(req)
             rec.constraint, param = c.kind, c.param
@@ -490,7 +505,7 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
                 pp, mt = await _in_pool(runner.workers, runner.prepare, msgs, n=n, max_tokens=max_tokens,
                                         timeout=max(1.0, until - time.monotonic()))
                 rec.prompt_tokens = len(pp.tokens)
-                job = _job(jid, req, runner, pp, compiled, mt, n, stops, req.logprobs, until)
+                job = _job(jid, req, runner, pp, compiled, mt, n, stops, req.logprobs, req.top_logprobs or 0, until)
                 q, fut = _start(runner, job)
                 return job, q, fut
 
@@ -500,7 +515,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             return _error_response(rec, exc, state.metrics, param)
         created = int(time.time())
         if req.stream:
-            return StreamingResponse(_chat_stream(state, rec, req, c, job, q, fut, created),
+            return StreamingResponse(_guarded(state, rec, job, c.param,
+                                              _chat_stream(state, rec, req, c, job, q, fut, created)),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         try:
             res = await _await_job(request, job, fut)
@@ -529,9 +545,6 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             runner = state.ready()
             rec.model = state.check_model(req.model)
             max_tokens, n, stops = _sampling(state, runner, req, req.max_tokens)
-            if req.logprobs:
-                raise RequestError("logprobs > 0 asks for alternatives, which tether does not report: use "
-                                   "logprobs=0 for the chosen tokens' log-probabilities", "logprobs")
             if req.suffix:
                 raise RequestError("suffix (insertion) is not supported", "suffix")
             if req.best_of is not None and req.best_of != n:
@@ -550,7 +563,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
                 pp, mt = await _in_pool(runner.workers, runner.prepare, prompt, n=n, max_tokens=max_tokens,
                                         timeout=max(1.0, until - time.monotonic()))
                 rec.prompt_tokens = len(pp.tokens)
-                job = _job(jid, req, runner, pp, compiled, mt, n, stops, req.logprobs is not None, until)
+                job = _job(jid, req, runner, pp, compiled, mt, n, stops, req.logprobs is not None,
+                           req.logprobs or 0, until)
                 q, fut = _start(runner, job)
                 return job, q, fut
 
@@ -560,7 +574,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             return _error_response(rec, exc, state.metrics, param)
         created = int(time.time())
         if req.stream:
-            return StreamingResponse(_completion_stream(state, rec, req, job, q, fut, created),
+            return StreamingResponse(_guarded(state, rec, job, None,
+                                              _completion_stream(state, rec, req, job, q, fut, created)),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         try:
             res = await _await_job(request, job, fut)
@@ -568,7 +583,8 @@ def create_app(config: ServerConfig, runner: Runner | None = None, model_id: str
             return _error_response(rec, exc, state.metrics, c.param)
         head = prompt if req.echo else ""
         choices = [{"index": ch.index, "text": head + ch.text, "finish_reason": ch.finish_reason,
-                    "logprobs": _completion_logprobs(ch.logprobs, len(head)) if req.logprobs is not None else None}
+                    "logprobs": _completion_logprobs(ch.logprobs, len(head), req.logprobs or 0)
+                    if req.logprobs is not None else None}
                    for ch in res.choices]
         rec.finish = [ch.finish_reason for ch in res.choices]
         rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
@@ -587,6 +603,35 @@ async def _stream_events(q: asyncio.Queue[Any]) -> AsyncIterator[Delta]:
         yield item
 
 
+SSE_DONE = "data: [DONE]\n\n"
+
+
+async def _guarded(state: State, rec: _Record, job: Job, param: str | None,
+                   events: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The tail both SSE streams share: a client that goes away cancels the job (logged as
+    499, its slot freed at once); an error once the headers are out is reported in the
+    stream (an OpenAI error body), then ``[DONE]``; the job is cancelled in any case."""
+    finished = False
+    try:
+        async for item in events:
+            yield item
+            finished = item == SSE_DONE
+    except (asyncio.CancelledError, GeneratorExit):
+        job.cancelled.set()
+        rec.outcome, rec.status = "cancelled", 499
+        rec.done(state.metrics)
+        raise
+    except Exception as exc:  # noqa: BLE001 -- the headers are sent: report in the stream
+        job.cancelled.set()
+        if not finished:
+            resp = _error_response(rec, exc, state.metrics, param)
+            yield f"data: {bytes(resp.body).decode()}\n\n"
+            yield SSE_DONE
+    finally:
+        job.cancelled.set()
+        await events.aclose()
+
+
 async def _chat_stream(state: State, rec: _Record, req: ChatCompletionRequest, c: Constraint, job: Job,
                        q: asyncio.Queue[Any], fut: asyncio.Future[JobResult], created: int) -> AsyncIterator[str]:
     base = {"id": job.id, "object": "chat.completion.chunk", "created": created, "model": rec.model,
@@ -597,82 +642,55 @@ async def _chat_stream(state: State, rec: _Record, req: ChatCompletionRequest, c
         return _sse({**base, "choices": choices, **extra})
 
     buffered = c.is_tools  # a tool call is known once complete: its choice is sent at the end
-    finished = False
-    try:
-        yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                      "finish_reason": None} for i in range(job.n)])
-        async for d in _stream_events(q):
-            if buffered:
-                continue
-            lp = {"content": _logprob_items(d.logprobs)} if req.logprobs else None
-            if d.text or lp:
-                yield chunk([{"index": d.index, "delta": {"content": d.text}, "logprobs": lp, "finish_reason": None}])
-        res = fut.result()
-        rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
-        for ch in res.choices:
-            msg, finish = _message(c, ch.text, ch.finish_reason, job.id, ch.index)
-            rec.finish.append(finish)
-            delta: dict[str, Any] = {}
-            if buffered:
-                if "tool_calls" in msg:
-                    delta = {"tool_calls": [{"index": 0, **tc} for tc in msg["tool_calls"]]}
-                else:
-                    delta = {"content": msg["content"]}
-            yield chunk([{"index": ch.index, "delta": delta, "logprobs": None, "finish_reason": finish}])
-        if usage_wanted:
-            yield chunk([], usage=_usage(res.prompt_tokens, res.completion_tokens))
-        yield "data: [DONE]\n\n"
-        finished = True
-        rec.done(state.metrics)
-    except (asyncio.CancelledError, GeneratorExit):
-        job.cancelled.set()
-        rec.outcome, rec.status = "cancelled", 499
-        rec.done(state.metrics)
-        raise
-    except Exception as exc:  # noqa: BLE001 -- the headers are sent: report in the stream
-        job.cancelled.set()
-        if not finished:
-            resp = _error_response(rec, exc, state.metrics, c.param)
-            yield f"data: {bytes(resp.body).decode()}\n\n"
-            yield "data: [DONE]\n\n"
-    finally:
-        job.cancelled.set()
+    yield chunk([{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                  "finish_reason": None} for i in range(job.n)])
+    async for d in _stream_events(q):
+        if buffered:
+            continue
+        lp = {"content": _logprob_items(d.logprobs)} if req.logprobs else None
+        if d.text or lp:
+            yield chunk([{"index": d.index, "delta": {"content": d.text}, "logprobs": lp, "finish_reason": None}])
+    res = fut.result()
+    rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
+    for ch in res.choices:
+        msg, finish = _message(c, ch.text, ch.finish_reason, job.id, ch.index)
+        rec.finish.append(finish)
+        delta: dict[str, Any] = {}
+        if buffered:
+            if "tool_calls" in msg:
+                delta = {"tool_calls": [{"index": 0, **tc} for tc in msg["tool_calls"]]}
+            else:
+                delta = {"content": msg["content"]}
+        yield chunk([{"index": ch.index, "delta": delta, "logprobs": None, "finish_reason": finish}])
+    if usage_wanted:
+        yield chunk([], usage=_usage(res.prompt_tokens, res.completion_tokens))
+    yield SSE_DONE
+    rec.done(state.metrics)
 
 
 async def _completion_stream(state: State, rec: _Record, req: CompletionRequest, job: Job, q: asyncio.Queue[Any],
                              fut: asyncio.Future[JobResult], created: int) -> AsyncIterator[str]:
     base = {"id": job.id, "object": "text_completion", "created": created, "model": rec.model}
     usage_wanted = bool(req.stream_options and req.stream_options.include_usage)
-    finished = False
-    try:
-        async for d in _stream_events(q):
-            if d.text:
-                yield _sse({**base, "choices": [{"index": d.index, "text": d.text, "logprobs": None,
-                                                 "finish_reason": None}]})
-        res = fut.result()
-        rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
-        for ch in res.choices:
-            rec.finish.append(ch.finish_reason)
-            yield _sse({**base, "choices": [{"index": ch.index, "text": "", "logprobs": None,
-                                             "finish_reason": ch.finish_reason}]})
-        if usage_wanted:
-            yield _sse({**base, "choices": [], "usage": _usage(res.prompt_tokens, res.completion_tokens)})
-        yield "data: [DONE]\n\n"
-        finished = True
-        rec.done(state.metrics)
-    except (asyncio.CancelledError, GeneratorExit):
-        job.cancelled.set()
-        rec.outcome, rec.status = "cancelled", 499
-        rec.done(state.metrics)
-        raise
-    except Exception as exc:  # noqa: BLE001
-        job.cancelled.set()
-        if not finished:
-            resp = _error_response(rec, exc, state.metrics, None)
-            yield f"data: {bytes(resp.body).decode()}\n\n"
-            yield "data: [DONE]\n\n"
-    finally:
-        job.cancelled.set()
+    offsets = [0] * job.n
+    async for d in _stream_events(q):
+        lp = None
+        if req.logprobs is not None and d.logprobs:
+            lp = _completion_logprobs(d.logprobs, offsets[d.index], req.logprobs)
+            offsets[d.index] += sum(len(t.token) for t in d.logprobs)
+        if d.text or lp:
+            yield _sse({**base, "choices": [{"index": d.index, "text": d.text, "logprobs": lp,
+                                             "finish_reason": None}]})
+    res = fut.result()
+    rec.completion_tokens, rec.ttft = res.completion_tokens, res.ttft
+    for ch in res.choices:
+        rec.finish.append(ch.finish_reason)
+        yield _sse({**base, "choices": [{"index": ch.index, "text": "", "logprobs": None,
+                                         "finish_reason": ch.finish_reason}]})
+    if usage_wanted:
+        yield _sse({**base, "choices": [], "usage": _usage(res.prompt_tokens, res.completion_tokens)})
+    yield SSE_DONE
+    rec.done(state.metrics)
 
 
 class Guard:

@@ -25,12 +25,19 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from tether.decoding import Sample, decode_iter
+from tether.decoding.guide import Guide
+from tether.decoding.logits import full_free_logits
+from tether.decoding.loop import end_with_outside
+from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
 from tether.errors import ContextLengthError, LimitError, TetherError
 from tether.limits import Limits, deadline, limits
@@ -171,11 +178,11 @@ class SerialBackend(Backend):
 class BatchBackend(Backend):
     """Continuous batching on a llama.cpp model (`BatchedLlama`)."""
 
-    def __init__(self, model: Any, *, wait_s: float = 0.005) -> None:
+    def __init__(self, model: Any, *, wait_s: float = 0.02, prefix_cache: bool = True) -> None:
         from tether.models.llama_batch import BatchedLlama
 
         self.model = model
-        self.batched = BatchedLlama(model, wait_s=wait_s)
+        self.batched = BatchedLlama(model, wait_s=wait_s, prefix_cache=prefix_cache)
         self.n_ctx = self.batched.n_ctx
         self.max_seqs = self.batched.n_slots
 
@@ -203,10 +210,18 @@ class BatchBackend(Backend):
 
 
 @dataclass
+class Alternative:
+    token: str
+    logprob: float
+    bytes: list[int]
+
+
+@dataclass
 class TokenLogprob:
     token: str
     logprob: float
     bytes: list[int]
+    top: list[Alternative] = field(default_factory=list)  # the most likely tokens at this position
 
 
 @dataclass
@@ -259,14 +274,108 @@ class Job:
     seed: int | None = None
     stops: list[str] = field(default_factory=list)
     logprobs: bool = False
+    top_logprobs: int = 0  # alternatives per position (with logprobs)
     until: float = float("inf")  # monotonic deadline
     cancelled: threading.Event = field(default_factory=threading.Event)
+
+
+class _LogitsTap:
+    """The model a job with ``top_logprobs`` decodes on: it forwards the `Model` protocol
+    and keeps the logits row it hands out for each sequence (until ``rows`` is cleared),
+    so that the alternatives of each chosen token can be read afterwards. It has no
+    selective path: the decoder fetches full rows."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.rows: dict[tuple[int, ...], NDArray[np.float32]] = {}
+
+    @property
+    def vocabulary(self) -> Any:
+        return self.model.vocabulary
+
+    @property
+    def costs(self) -> Any:
+        return self.model.costs
+
+    @property
+    def name(self) -> str:
+        return str(self.model.name)
+
+    @property
+    def eos_ids(self) -> tuple[int, ...]:
+        return tuple(self.model.eos_ids)
+
+    @property
+    def bos_id(self) -> int | None:
+        return self.model.bos_id  # type: ignore[no-any-return]
+
+    @property
+    def n_ctx(self) -> int | None:
+        return getattr(self.model, "n_ctx", None)
+
+    def tokenize(self, text: str | bytes, *, add_bos: bool = False, special: bool = False) -> list[int]:
+        return self.model.tokenize(text, add_bos=add_bos, special=special)  # type: ignore[no-any-return]
+
+    def detokenize(self, tokens: Sequence[int]) -> bytes:
+        return self.model.detokenize(tokens)  # type: ignore[no-any-return]
+
+    def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]:
+        row = np.array(self.model.logits(tokens), dtype=np.float32)  # a view may not outlive the next call
+        self.rows[tuple(int(t) for t in tokens)] = row
+        return row
+
+    def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]:
+        if hasattr(self.model, "logits_batch"):
+            out = np.asarray(self.model.logits_batch(seqs), dtype=np.float32)
+        else:
+            out = np.stack([np.array(self.model.logits(s), dtype=np.float32) for s in seqs])
+        for seq, row in zip(seqs, out, strict=True):
+            self.rows[tuple(int(t) for t in seq)] = row
+        return out
+
+
+class _Alternatives:
+    """The distribution each chosen token of one sequence was drawn from, as the decoder
+    saw it: the logits row `_LogitsTap` kept, restricted to what a replay of the
+    constraint allows (free text: every ordinary token; where the output may end, the
+    mass of the tokens the constraint forbids counts toward EOS, as in `decode_iter`)."""
+
+    def __init__(self, tap: _LogitsTap, compiled: Any | None, prompt: list[int], heal: bytes, k: int) -> None:
+        self.tap = tap
+        self.guide = Guide(compiled.matcher() if compiled is not None else None, tap.vocabulary, heal)
+        self.seq = list(prompt)
+        self.k = k
+
+    def push(self, token: int) -> tuple[float, list[tuple[int, float]]]:
+        """The chosen token's log-probability and the ``k`` most likely tokens at its
+        position (a forced token: probability 1, the only one)."""
+        row = self.tap.rows.get(tuple(self.seq))
+        ids = self.guide.allowed() if row is not None else None
+        self.guide.consume(token)
+        self.seq.append(token)
+        if row is None:
+            return 0.0, [(token, 0.0)]
+        vocab = self.tap.vocabulary
+        full = full_free_logits(self.tap, row)
+        if ids is None:
+            vals, ids = full, np.arange(len(full))
+        elif self.guide.matcher is not None and any(e in set(ids.tolist()) for e in vocab.eos_ids):
+            vals = end_with_outside(vocab, full, ids)
+        else:
+            vals = np.asarray(row[ids], dtype=np.float32)
+        lp = log_softmax(vals)
+        pos = int(np.searchsorted(ids, token))
+        chosen = float(lp[pos]) if pos < len(ids) and int(ids[pos]) == token else float("-inf")
+        k = min(self.k, len(ids))
+        best = np.argpartition(-lp, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
+        best = best[np.lexsort((ids[best], -lp[best]))]  # most likely first, ties by token id
+        return chosen, [(int(ids[j]), float(lp[j])) for j in best]
 
 
 class _Choice:
     """Incremental text of one sequence: what is safe to show, and its token logprobs."""
 
-    def __init__(self, index: int, stops: list[str], heal: int) -> None:
+    def __init__(self, index: int, stops: list[str], heal: int, alternatives: _Alternatives | None = None) -> None:
         self.index = index
         self.heal = heal  # prompt bytes token healing re-generates: not part of the output
         self.scanner = StopScanner(stops)
@@ -275,6 +384,7 @@ class _Choice:
         self.n_tokens = 0
         self.logprob = 0.0
         self.logprobs: list[TokenLogprob] = []
+        self.alternatives = alternatives
 
     def update(self, d: Any, vocab: Any, want_logprobs: bool, final: bool) -> Delta | None:
         new_lp: list[TokenLogprob] = []
@@ -283,11 +393,16 @@ class _Choice:
             step = d.logprob - self.logprob  # the sampled token's; forced ones had probability 1
             for i, t in enumerate(new):
                 b = bytes(vocab.tokens[t])
-                if self.heal:
-                    cut = min(self.heal, len(b))
-                    b, self.heal = b[cut:], self.heal - cut
-                new_lp.append(TokenLogprob(b.decode("utf-8", "replace"), step if i == len(new) - 1 else 0.0,
-                                           list(b)))
+                cut = min(self.heal, len(b))
+                b, self.heal = b[cut:], self.heal - cut
+                if self.alternatives is None:
+                    new_lp.append(TokenLogprob(b.decode("utf-8", "replace"), step if i == len(new) - 1 else 0.0,
+                                               list(b)))
+                    continue
+                chosen, top = self.alternatives.push(int(t))
+                alts = [Alternative(a.decode("utf-8", "replace"), lp, list(a))
+                        for a, lp in ((bytes(vocab.tokens[j])[cut:], lp) for j, lp in top)]
+                new_lp.append(TokenLogprob(b.decode("utf-8", "replace"), chosen, list(b), alts))
             self.logprobs += new_lp
         self.n_tokens, self.logprob = len(d.tokens), d.logprob
         self.scanner.text, self.scanner.hit = bytearray(d.text), d.stop_text
@@ -319,7 +434,12 @@ def run_job(backend: Backend, job: Job, emit: Callable[[Delta], None]) -> JobRes
     cc = job.compiled.constraint
     with backend.session(n, cells, job.cancelled, job.until) as model:
         vocab = model.vocabulary
-        choices = [_Choice(i, job.stops, len(pp.heal)) for i in range(n)]
+        tap = _LogitsTap(model) if job.logprobs and job.top_logprobs > 0 else None
+        choices = [_Choice(i, job.stops, len(pp.heal),
+                           _Alternatives(tap, cc, pp.tokens, pp.heal, job.top_logprobs) if tap else None)
+                   for i in range(n)]
+        if tap is not None:
+            model = tap
         before = model.costs.snapshot()
         last: list[Any] = []
         for states in decode_iter(model, pp.tokens, cc.matcher() if cc is not None else None, dec,
@@ -331,6 +451,8 @@ def run_job(backend: Backend, job: Job, emit: Callable[[Delta], None]) -> JobRes
                     if ttft is None and delta.text:
                         ttft = time.monotonic() - t0
                     emit(delta)
+            if tap is not None:
+                tap.rows.clear()
             if job.cancelled.is_set():
                 raise Cancelled()
             if time.monotonic() > job.until:
