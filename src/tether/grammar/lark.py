@@ -20,8 +20,10 @@
 Look-around in a terminal's regex is kept where it stays inside the terminal's text (a
 look-ahead no longer than what must still follow it in the terminal, a look-behind no
 longer than what must precede it): there Lark's lexer and tether's whole-lexeme match
-agree, and the regex layer lowers it exactly. One that reads the input after or before
-the lexeme (``/if(?![a-z])/``) is refused, naming the look-around and its place.
+agree, and the regex layer lowers it exactly. This is decided on the whole terminal,
+its definition's parts joined (``"\"" /(?<!\\)x/``: the look-behind reads the quote). One
+that reads the input after or before the lexeme (``/if(?![a-z])/``) is refused, naming
+the look-around, the terminal and the place.
 
 Ignored with a warning: terminal/rule priorities, ``max_tokens=``, ``temperature=``.
 Refused with a GrammarError naming the place: terminal templates, parametric rules,
@@ -178,11 +180,14 @@ def _unescape(body: str, text: str, pos: int, source: str) -> str:
 
 
 def check_regex(
-    pattern: str, flags: str, text: str, pos: int, source: str, flavor: Literal["python", "ecma"] = "python"
+    pattern: str, flags: str, text: str, pos: int, source: str, flavor: Literal["python", "ecma"] = "python",
+    *, whole_terminal: bool = True,
 ) -> None:
     """Raise GrammarError (at the regex's place in ``text``) if tether cannot use
     ``pattern`` as a terminal: backreferences, a syntax error, or a look-around that
-    reads outside the terminal's own text (see `_lookaround_outside`)."""
+    reads outside the terminal's own text (see `_lookaround_outside`). With
+    ``whole_terminal=False`` the pattern is one part of a Lark terminal definition, and
+    where its look-arounds read is decided on the whole terminal (`_check_terminal_looks`)."""
     looks = _lookaround_offsets(pattern)
     for m in re.finditer(r"\\.|\(\?P=", pattern):
         tok = m.group()
@@ -207,7 +212,7 @@ def check_regex(
         except re.error as exc:
             off = exc.pos or 0
             raise GrammarError(f"invalid regex: {exc.msg}", text, pos + 1 + off, source) from None
-    if looks:
+    if looks and whole_terminal:
         bad = _lookaround_outside(pattern, flags)
         if bad is not None:
             index, message = bad
@@ -329,6 +334,8 @@ class _Parser:
         self.warnings: list[str] = []
         self.embedded: dict[str, Grammar] = {}
         self.templates: dict[str, _Template] = {}
+        self.in_terminal = False  # reading a terminal definition's body
+        self.looks: list[tuple[int, str, str]] = []  # (offset, pattern, flags): regexes in terminals with look-around
         self.usages: dict[str, _Usage] = {}  # placeholder name → a template use, resolved later
 
     # -- token helpers
@@ -414,7 +421,11 @@ class _Parser:
             self.warnings.append(msg)
             warnings.warn(msg, stacklevel=4)
         self.expect(":", f"':' after '{name}'")
-        body = self.expansions()
+        self.in_terminal = is_term
+        try:
+            body = self.expansions()
+        finally:
+            self.in_terminal = False
         if params is not None:
             if name in self.templates or name in self.rules:
                 raise self.error(f"duplicate rule '{name}'", start)
@@ -831,7 +842,9 @@ class _Parser:
             if f not in "imsxu":
                 raise self.error(f"unknown regex flag '{f}'", t.pos + end + 1)
         pattern = pattern.replace("\\/", "/")
-        check_regex(pattern, flags, self.text, t.pos, self.source)
+        check_regex(pattern, flags, self.text, t.pos, self.source, whole_terminal=not self.in_terminal)
+        if self.in_terminal and _lookaround_offsets(pattern):
+            self.looks.append((t.pos, pattern, flags))
         return Rx(pattern, "".join(sorted(set(flags) - {"u"})), pos=t.pos)
 
     def substring_regex(self, data: object, pos: int) -> Node:
@@ -1047,6 +1060,8 @@ def from_lark(text: str, *, start: str = "start", source: str = "") -> Grammar:
         t = lw.terminal(node_ne, node.name if isinstance(node, Ref) else None)
         if t.name not in g.ignore:
             g.ignore.append(t.name)
+    if p.looks:
+        _check_terminal_looks(g, p, text, source)
     for name, sub in p.embedded.items():
         from tether.grammar.compose import embed_into
 
@@ -1055,6 +1070,44 @@ def from_lark(text: str, *, start: str = "start", source: str = "") -> Grammar:
     g.warnings += p.warnings
     g.lowering = lw.decisions
     return simplify(g, text=text, source=source, positions=p.positions, warn_unreachable=set())
+
+
+def _check_terminal_looks(g: Grammar, p: _Parser, text: str, source: str) -> None:
+    """Every lexeme class of ``g`` (before embedded grammars join it) keeps its
+    look-arounds inside its own text: decided on the terminal's whole regex, where the
+    parts of a Lark terminal definition are joined (``"\"" /(?<!\\)x/`` reads the quote,
+    which is part of the lexeme). A look-around that reads outside is refused at the
+    regex part holding it."""
+    for t in g.terminals.values():
+        patterns: list[str] = []
+        if t.regex is not None:
+            patterns.append(t.regex)
+        elif t.expr is not None:  # a set operation: each regex operand on its own
+            stack: list[object] = [t.expr]
+            while stack:
+                x = stack.pop()
+                if isinstance(x, tuple):
+                    stack.extend(x[1:])
+                elif isinstance(x, str):
+                    patterns.append(x)
+        for pattern in patterns:
+            if not _lookaround_offsets(pattern):
+                continue
+            bad = _lookaround_outside(pattern, "")
+            if bad is None:
+                continue
+            # the part of the definition that reads outside (one exists: a look-around
+            # inside its own part is inside the terminal)
+            for pos, part, flags in p.looks:
+                part_bad = _lookaround_outside(part, flags)
+                if part_bad is not None and part in pattern:
+                    index, message = part_bad
+                    offs = _lookaround_offsets(part)
+                    raise GrammarError(f"invalid regex: look-around is not supported here: {message}; "
+                                       f"in terminal '{t.name}'", text, pos + 1 + (offs[index] if index < len(offs) else 0),
+                                       source)
+            raise GrammarError(f"invalid regex: look-around is not supported here: {bad[1]}; in terminal '{t.name}'",
+                               text, p.looks[0][0], source)
 
 
 def _attr_terminal(lw: Lowering, name: str, attrs: dict[str, object], p: _Parser, text: str, source: str):  # type: ignore[no-untyped-def]

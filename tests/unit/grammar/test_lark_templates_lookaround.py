@@ -222,3 +222,40 @@ def test_shared_lark_grammars_load_or_name_the_construct() -> None:
     # python.lark: its templates load now; %declare (the indenter's tokens) is next
     assert refused["lark/lark-parser/python.lark"] == ("%declare is not supported", 275)
 
+
+
+# --- look-arounds decided on the whole terminal: the parts of a definition are joined --
+
+def test_lookbehind_reading_an_earlier_part_of_the_terminal() -> None:
+    # Lark's own common.lark writes ESCAPED_STRING this way: the look-behind of the
+    # second part reads the opening quote or the text before it, all inside the lexeme
+    g = Grammar.from_lark(
+        "start: ESCAPED_STRING\n"
+        "_STRING_INNER: /.*?/\n"
+        "_STRING_ESC_INNER: _STRING_INNER /(?<!\\\\)(\\\\\\\\)*?/\n"
+        'ESCAPED_STRING: "\\"" _STRING_ESC_INNER "\\""\n'
+    )
+    assert cf_accepts(g, '"ab"') and cf_accepts(g, '""') and cf_accepts(g, '"a\\\\"')
+    assert not cf_accepts(g, '"a\\"')
+    g = Grammar.from_lark('start: A\nA: "x" /(?<=x)y/\n')
+    assert cf_accepts(g, "xy")
+
+
+def test_lookahead_reading_a_later_part_of_the_terminal() -> None:
+    g = Grammar.from_lark('start: A\nA: B "q"\nB: /y(?=q)/\n')
+    assert cf_accepts(g, "yq")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column"),
+    [
+        ('start: A\nA: "x" B\nB: /y(?=q)/\n', 3, 6),  # B ends A: its look-ahead reads past A
+        ('start: B\nA: B "q"\nB: /y(?=q)/\n', 3, 6),  # B on its own is a lexeme too
+        ('start: A\nA: /(?<=x)y/ "z"\n', 2, 5),
+        ('start: A\nA: "x"? /(?<=x)y/\n', 2, 10),  # the part before it may be empty
+    ],
+)
+def test_joined_terminal_still_refuses_what_reads_outside(text: str, line: int, column: int) -> None:
+    with pytest.raises(GrammarError, match="look-around is not supported here") as info:
+        Grammar.from_lark(text)
+    assert (info.value.line, info.value.column) == (line, column)
