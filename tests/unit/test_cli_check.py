@@ -191,3 +191,21 @@ def test_run_unknown_model_without_traceback(tmp_path: Path, capsys: pytest.Capt
     p = _write(tmp_path, "q.lmql", 'argmax\n    x = 1 / 0\n    "A:[X]"\nfrom "embedded"\n')
     assert cli.main(["run", str(p), "--model", "no-such-model-spec"]) == 1
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.model
+def test_run_on_the_embedded_model_subprocess(tmp_path: Path) -> None:
+    _write(tmp_path, "q.lmql", 'argmax\n    "Q: Is Paris in France? Answer yes or no.\\nA:[ANSWER]" '
+                               'where ANSWER in [" yes", " no"]\nfrom\n    "embedded"\n')
+    r = _tether("run", "q.lmql", "--no-color", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "ANSWER = ' yes'" in r.stdout or "ANSWER = ' no'" in r.stdout
+    assert "costs:" in r.stdout
+
+
+@pytest.mark.model
+def test_run_reports_the_query_raising_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = _write(tmp_path, "q.lmql", 'argmax\n    x = 1 / 0\n    "A:[X]"\nfrom\n    "embedded"\n')
+    assert cli.main(["run", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert "ZeroDivisionError" in err and "Traceback" not in err
