@@ -23,7 +23,9 @@ longer than what must precede it): there Lark's lexer and tether's whole-lexeme 
 agree, and the regex layer lowers it exactly. This is decided on the whole terminal,
 its definition's parts joined (``"\"" /(?<!\\)x/``: the look-behind reads the quote). One
 that reads the input after or before the lexeme (``/if(?![a-z])/``) is refused, naming
-the look-around, the terminal and the place.
+the look-around, the terminal and the place. Anchors likewise: ``\\b``/``\\B`` are kept
+where both characters they read lie inside the terminal; ``^ $ \\A \\Z`` (the whole
+input, in Lark's lexer) are refused.
 
 Ignored with a warning: terminal/rule priorities, ``max_tokens=``, ``temperature=``.
 Refused with a GrammarError naming the place: terminal templates, parametric rules,
@@ -181,14 +183,16 @@ def _unescape(body: str, text: str, pos: int, source: str) -> str:
 
 def check_regex(
     pattern: str, flags: str, text: str, pos: int, source: str, flavor: Literal["python", "ecma"] = "python",
-    *, whole_terminal: bool = True,
+    *, whole_terminal: bool = True, anchors: bool = False,
 ) -> None:
     """Raise GrammarError (at the regex's place in ``text``) if tether cannot use
     ``pattern`` as a terminal: backreferences, a syntax error, or a look-around that
     reads outside the terminal's own text (see `_lookaround_outside`). With
     ``whole_terminal=False`` the pattern is one part of a Lark terminal definition, and
-    where its look-arounds read is decided on the whole terminal (`_check_terminal_looks`)."""
+    where its look-arounds read is decided on the whole terminal (`_check_terminal_looks`).
+    ``anchors`` (Lark) treats the anchors as assertions too (see `_lookaround_outside`)."""
     looks = _lookaround_offsets(pattern)
+    asserts = _lookaround_offsets(pattern, anchors=anchors)
     for m in re.finditer(r"\\.|\(\?P=", pattern):
         tok = m.group()
         if tok == "(?P=" or re.fullmatch(r"\\[1-9]", tok):
@@ -212,25 +216,27 @@ def check_regex(
         except re.error as exc:
             off = exc.pos or 0
             raise GrammarError(f"invalid regex: {exc.msg}", text, pos + 1 + off, source) from None
-    if looks and whole_terminal:
-        bad = _lookaround_outside(pattern, flags)
+    if asserts and whole_terminal:
+        bad = _lookaround_outside(pattern, flags, anchors)
         if bad is not None:
             index, message = bad
-            off = looks[index] if index < len(looks) else 0
-            raise GrammarError(f"invalid regex: look-around is not supported here: {message}",
+            off = asserts[index] if index < len(asserts) else 0
+            raise GrammarError(f"invalid regex: {message}",
                                text, pos + 1 + off, source)
 
 
 _LOOK_OPEN = ("(?=", "(?!", "(?<=", "(?<!")
 
 
-def _lookaround_offsets(pattern: str) -> list[int]:
-    """Offsets of the look-around groups of ``pattern``, left to right (escapes and
-    character classes skipped)."""
+def _lookaround_offsets(pattern: str, anchors: bool = False) -> list[int]:
+    """Offsets of the look-around groups of ``pattern`` (with ``anchors``, also of
+    ``^ $ \\A \\Z \\b \\B``), left to right; escapes and character classes skipped."""
     out, i, n = [], 0, len(pattern)
     while i < n:
         c = pattern[i]
         if c == "\\":
+            if anchors and pattern[i + 1 : i + 2] in ("A", "Z", "b", "B"):
+                out.append(i)
             i += 2
         elif c == "[":
             i += 1
@@ -242,15 +248,18 @@ def _lookaround_offsets(pattern: str) -> list[int]:
                 i += 2 if pattern[i] == "\\" else 1
             i += 1
         else:
-            if c == "(" and pattern.startswith(_LOOK_OPEN, i):
+            if (c == "(" and pattern.startswith(_LOOK_OPEN, i)) or (anchors and c in "^$"):
                 out.append(i)
             i += 1
     return out
 
 
-def _lookaround_outside(pattern: str, flags: str) -> tuple[int, str] | None:
+def _lookaround_outside(pattern: str, flags: str, anchors: bool = False) -> tuple[int, str] | None:
     """The first look-around of ``pattern`` that may read outside the terminal's text:
-    (its index among the look-arounds, left to right; the reason), or None.
+    (its index among the look-arounds, left to right; the reason), or None. With
+    ``anchors`` (Lark terminals), the anchors count as assertions too: ``\\b``/``\\B`` read
+    a character on each side (kept where both lie inside the terminal), while ``^ $ \\A
+    \\Z`` refer to the whole input in Lark's lexer and are refused.
 
     tether matches a terminal on its own text (the regex layer lowers look-arounds
     exactly for a whole-text match), while Lark's lexer lets a look-ahead read the input
@@ -268,7 +277,7 @@ def _lookaround_outside(pattern: str, flags: str) -> tuple[int, str] | None:
     try:
         tree = sp.parse(pattern, re.X if "x" in flags else 0)
     except (re.error, RecursionError, OverflowError):
-        return (0, "the pattern could not be analysed")
+        return (0, "look-around is not supported here: the pattern could not be analysed")
     found: list[tuple[int, str] | None] = []
 
     def width(sub: Any, items: list[Any]) -> tuple[int, int]:
@@ -287,16 +296,28 @@ def _lookaround_outside(pattern: str, flags: str) -> tuple[int, str] | None:
                 shown = ("(?=" if op is sc.ASSERT else "(?!") if direction == 1 else \
                     ("(?<=" if op is sc.ASSERT else "(?<!")
                 if direction == 1 and longest > a:
-                    found.append((index, f"the look-ahead '{shown}...)' reads past the end of the terminal "
+                    found.append((index, f"look-around is not supported here: the look-ahead '{shown}...)' reads past the end of the terminal "
                                          "(the text after a lexeme is not part of it: tether cannot "
                                          "represent this exactly)"))
                 elif direction != 1 and longest > b:
-                    found.append((index, f"the look-behind '{shown}...)' reads before the start of the "
+                    found.append((index, f"look-around is not supported here: the look-behind '{shown}...)' reads before the start of the "
                                          "terminal (the text before a lexeme is not part of it: tether "
                                          "cannot represent this exactly)"))
                 else:
                     found.append(None)
                 walk(body, b if direction == 1 else 0, 0)  # nested look-arounds: conservatively
+            elif op is sc.AT and anchors:
+                if av in (sc.AT_BOUNDARY, sc.AT_NON_BOUNDARY):
+                    shown = "\\b" if av is sc.AT_BOUNDARY else "\\B"
+                    found.append(None if b >= 1 and a >= 1 else (
+                        len(found), f"anchor not supported here: the word boundary '{shown}' reads a character outside the terminal "
+                                    "(the text around a lexeme is not part of it: tether cannot represent "
+                                    "this exactly)"))
+                else:
+                    shown = {sc.AT_BEGINNING: "^", sc.AT_BEGINNING_STRING: "\\A", sc.AT_END: "$",
+                             sc.AT_END_STRING: "\\Z"}.get(av, str(av))
+                    found.append((len(found), f"anchor not supported here: '{shown}' refers to the whole input in Lark's lexer, "
+                                              "not to the terminal: tether cannot represent this exactly"))
             elif op is sc.SUBPATTERN:
                 walk(av[3], b, a)
             elif op is sc.BRANCH:
@@ -314,7 +335,7 @@ def _lookaround_outside(pattern: str, flags: str) -> tuple[int, str] | None:
     try:
         walk(tree, 0, 0)
     except RecursionError:
-        return (0, "the pattern is nested too deeply to analyse")
+        return (0, "look-around is not supported here: the pattern is nested too deeply to analyse")
     return next((f for f in found if f is not None), None)
 
 
@@ -842,8 +863,9 @@ class _Parser:
             if f not in "imsxu":
                 raise self.error(f"unknown regex flag '{f}'", t.pos + end + 1)
         pattern = pattern.replace("\\/", "/")
-        check_regex(pattern, flags, self.text, t.pos, self.source, whole_terminal=not self.in_terminal)
-        if self.in_terminal and _lookaround_offsets(pattern):
+        check_regex(pattern, flags, self.text, t.pos, self.source, whole_terminal=not self.in_terminal,
+                    anchors=True)
+        if self.in_terminal and _lookaround_offsets(pattern, anchors=True):
             self.looks.append((t.pos, pattern, flags))
         return Rx(pattern, "".join(sorted(set(flags) - {"u"})), pos=t.pos)
 
@@ -1091,22 +1113,22 @@ def _check_terminal_looks(g: Grammar, p: _Parser, text: str, source: str) -> Non
                 elif isinstance(x, str):
                     patterns.append(x)
         for pattern in patterns:
-            if not _lookaround_offsets(pattern):
+            if not _lookaround_offsets(pattern, anchors=True):
                 continue
-            bad = _lookaround_outside(pattern, "")
+            bad = _lookaround_outside(pattern, "", anchors=True)
             if bad is None:
                 continue
             # the part of the definition that reads outside (one exists: a look-around
             # inside its own part is inside the terminal)
             for pos, part, flags in p.looks:
-                part_bad = _lookaround_outside(part, flags)
+                part_bad = _lookaround_outside(part, flags, anchors=True)
                 if part_bad is not None and part in pattern:
                     index, message = part_bad
-                    offs = _lookaround_offsets(part)
-                    raise GrammarError(f"invalid regex: look-around is not supported here: {message}; "
+                    offs = _lookaround_offsets(part, anchors=True)
+                    raise GrammarError(f"invalid regex: {message}; "
                                        f"in terminal '{t.name}'", text, pos + 1 + (offs[index] if index < len(offs) else 0),
                                        source)
-            raise GrammarError(f"invalid regex: look-around is not supported here: {bad[1]}; in terminal '{t.name}'",
+            raise GrammarError(f"invalid regex: {bad[1]}; in terminal '{t.name}'",
                                text, p.looks[0][0], source)
 
 

@@ -259,3 +259,46 @@ def test_joined_terminal_still_refuses_what_reads_outside(text: str, line: int, 
     with pytest.raises(GrammarError, match="look-around is not supported here") as info:
         Grammar.from_lark(text)
     assert (info.value.line, info.value.column) == (line, column)
+
+
+# --- anchors in Lark terminals: \b \B inside the terminal kept, the rest refused --------
+
+@pytest.mark.parametrize(
+    ("pattern", "yes", "no"),
+    [
+        (r"a\b ", ["a "], ["ab"]),
+        (r"[a-z]+\B[a-z]", ["ab", "abc"], ["a"]),
+        (r" \b[a-z]+", [" ab"], [" "]),
+    ],
+)
+def test_word_boundary_inside_the_terminal(pattern: str, yes: list[str], no: list[str]) -> None:
+    g = Grammar.from_lark(f"start: A\nA: /{pattern}/\n")
+    for s in yes:
+        assert cf_accepts(g, s) and re.fullmatch(pattern, s), s
+    for s in no:
+        assert not cf_accepts(g, s) and not re.fullmatch(pattern, s), s
+
+
+@pytest.mark.parametrize(
+    ("pattern", "fragment"),
+    [
+        (r"if\b", "word boundary '\\b'"),
+        (r"\Bx", "word boundary '\\B'"),
+        (r"^a", "'^' refers to the whole input"),
+        (r"a$", "'$' refers to the whole input"),
+        (r"\Aa", "'\\A' refers to the whole input"),
+        (r"a\Z", "'\\Z' refers to the whole input"),
+    ],
+)
+def test_anchors_reading_outside_are_refused_at_their_place(pattern: str, fragment: str) -> None:
+    with pytest.raises(GrammarError, match=re.escape(fragment)) as info:
+        Grammar.from_lark(f"start: A\nA: /{pattern}/\n")
+    assert "anchor not supported here" in str(info.value)
+    anchor = re.search(r"\\[bBAZ]|\^|\$", pattern)
+    assert anchor is not None
+    assert (info.value.line, info.value.column) == (2, 5 + anchor.start())
+
+
+def test_anchor_characters_in_classes_and_escapes_are_plain() -> None:
+    g = Grammar.from_lark("start: A\nA: /[$^]\\$\\^/\n")
+    assert cf_accepts(g, "$$^") and cf_accepts(g, "^$^")
