@@ -530,7 +530,11 @@ class _Parser:
         t = self.next()
         d = t.value
         if d == "%ignore":
-            node = self.expansions()
+            self.in_terminal = True  # %ignore takes terminals: no rule templates there
+            try:
+                node = self.expansions()
+            finally:
+                self.in_terminal = False
             self.ignore.append(node)
         elif d == "%import":
             self.import_()
@@ -761,6 +765,9 @@ class _Parser:
         if name.value[:1].isupper() or name.value.lstrip("_")[:1].isupper():
             raise self.error(f"terminal templates ('{name.value}{{...}}') are not supported: only rules "
                              "take parameters", name.pos)
+        if self.in_terminal:
+            raise self.error(f"rule template '{name.value}' used in a terminal or %ignore (templates make "
+                             "rules, which terminals cannot use)", name.pos)
         open_ = self.next()  # {
         self.depth += 1
         self.nesting.enter(open_.pos)

@@ -95,6 +95,8 @@ def test_template_parameter_shadows_a_rule() -> None:
         ('start: t{"a"}\nt{x}: x\nt{y}: y\n', "duplicate rule 't'", 3, 1),
         ('start: t{"a"}\nt{x}: x y\n', "unknown name 'y'", 2, 9),
         ('start: t{"a" "b"}\nt{x}: x\n', "expected ',' or '}' in the arguments of template 't'", 1, 14),
+        ('start: A\nA: t{"a"}\nt{x}: x\n', "rule template 't' used in a terminal", 2, 4),
+        ('start: "a"\n%ignore t{" "}\nt{x}: x\n', "rule template 't' used in a terminal or %ignore", 2, 9),
     ],
 )
 def test_template_errors_name_the_place(text: str, fragment: str, line: int, column: int) -> None:
