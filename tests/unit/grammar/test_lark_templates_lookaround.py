@@ -304,3 +304,19 @@ def test_anchors_reading_outside_are_refused_at_their_place(pattern: str, fragme
 def test_anchor_characters_in_classes_and_escapes_are_plain() -> None:
     g = Grammar.from_lark("start: A\nA: /[$^]\\$\\^/\n")
     assert cf_accepts(g, "$$^") and cf_accepts(g, "^$^")
+
+
+JOINED = [  # (terminal body in Lark, the joined regex it means)
+    ("/[xy]/ /(?<=x)[a-c]+/", r"[xy](?<=x)[a-c]+"),
+    ("/[a-c]+(?=[ab]{2})/ /[a-c]{2,}/", r"[a-c]+(?=[ab]{2})[a-c]{2,}"),
+    ('"q"? /[a-c](?<![bq])[a-c]/', r"q?[a-c](?<![bq])[a-c]"),
+]
+
+
+@pytest.mark.parametrize(("body", "joined"), JOINED)
+@settings(max_examples=120, deadline=None)
+@given(data=st.data())
+def test_joined_terminal_matches_its_joined_regex(body: str, joined: str, data: st.DataObject) -> None:
+    g = Grammar.from_lark(f"start: A\nA: {body}\n")
+    s = data.draw(st.text(st.sampled_from(list("abcqxy")), max_size=7), label="s")
+    assert cf_accepts(g, s) == (re.fullmatch(joined, s) is not None), s
