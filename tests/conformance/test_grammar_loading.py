@@ -29,7 +29,7 @@ LLAMA_VECTORS = json.loads((DATA / "vectors/llama.cpp-test-grammar-integration.j
 UNSUPPORTED = {
     "lark/lark-parser/lark.lark": "look-around",
     "lark/lark-parser/verilog.lark": "look-around",
-    "lark/lark-parser/python.lark": "templates",
+    "lark/lark-parser/python.lark": "%declare",  # its templates load; the indenter tokens do not
 }
 
 

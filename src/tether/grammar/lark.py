@@ -6,7 +6,10 @@
    llguidance attributes ``rule[stop="..."]``), alternatives (``|``, also on a new line),
    ``->`` aliases, groups, ``[optional]``, ``* + ?``, ``~ n``, ``~ n..m``, ``{n,m}``,
    ``"a".."z"`` ranges, and llguidance's ``&`` / prefix ``~`` on terminals, into the
-   shared AST.
+   shared AST. Counts may be decimal or ``0x..``.
+   Rule templates (``_separated{x, sep}: x (sep x)*``, used as ``_separated{NAME, ","}``)
+   are instantiated after reading: one rule per distinct (template, arguments), within
+   ``max_rules`` instances whose arguments stay within ``max_expanded`` symbols.
 2. Directives: ``%import common.X [-> Y]`` and ``%import common (X, Y)`` resolve from
    tether's own copy of Lark's common terminals (``lark_common``), ``%ignore``,
    ``%json {schema}`` (embeds ``Grammar.from_json_schema``), ``%llguidance {...}``
@@ -14,10 +17,21 @@
 3. ``lower(..., mode="lexeme")``: each Lark terminal stays one IR terminal, matched
    greedily as Lark and llguidance do; then ``simplify``.
 
+Look-around in a terminal's regex is kept where it stays inside the terminal's text (a
+look-ahead no longer than what must still follow it in the terminal, a look-behind no
+longer than what must precede it): there Lark's lexer and tether's whole-lexeme match
+agree, and the regex layer lowers it exactly. This is decided on the whole terminal,
+its definition's parts joined (``"\"" /(?<!\\)x/``: the look-behind reads the quote). One
+that reads the input after or before the lexeme (``/if(?![a-z])/``) is refused, naming
+the look-around, the terminal and the place. Anchors likewise: ``\\b``/``\\B`` are kept
+where both characters they read lie inside the terminal; ``^ $ \\A \\Z`` (the whole
+input, in Lark's lexer) are refused.
+
 Ignored with a warning: terminal/rule priorities, ``max_tokens=``, ``temperature=``.
-Refused with a GrammarError naming the place: templates, parametric rules, ``%declare``,
-``%override``, imports other than ``common``, look-around and backreferences in regexes,
-the ``l`` regex flag, token ranges ``<[..]>``, special tokens ``<|..|>``, ``@grammar``.
+Refused with a GrammarError naming the place: terminal templates, parametric rules,
+``%declare``, ``%override``, imports other than ``common``, look-around reading outside
+the terminal, backreferences, the ``l`` regex flag, token ranges ``<[..]>``, special
+tokens ``<|..|>``, ``@grammar``.
 """
 
 from __future__ import annotations
@@ -33,12 +47,14 @@ from typing import Any, Literal
 from tether.errors import GrammarError, LimitError, RegexError
 from tether.grammar import bounds
 from tether.grammar.ast import (
+    Alt,
     Cls,
     Lit,
     Node,
     Ref,
     Rep,
     Rx,
+    Seq,
     SetOp,
     alt,
     refs,
@@ -57,7 +73,7 @@ _TOKEN = re.compile(
 |(?P<regex>/(?!/)(?:\\.|[^/\\\n])*/[a-zA-Z]*)
 |(?P<directive>%[a-z_]+)
 |(?P<name>[_A-Za-z][_A-Za-z0-9]*)
-|(?P<number>-?[0-9]+|0x[0-9a-fA-F]+)
+|(?P<number>-?[0-9][_A-Za-z0-9]*)
 |(?P<op>\.\.|->|::|<\[|<\||[:|()\[\]*+?~{},.&@<>=!])
 """,
     re.VERBOSE,
@@ -166,33 +182,161 @@ def _unescape(body: str, text: str, pos: int, source: str) -> str:
 
 
 def check_regex(
-    pattern: str, flags: str, text: str, pos: int, source: str, flavor: Literal["python", "ecma"] = "python"
+    pattern: str, flags: str, text: str, pos: int, source: str, flavor: Literal["python", "ecma"] = "python",
+    *, whole_terminal: bool = True, anchors: bool = False,
 ) -> None:
     """Raise GrammarError (at the regex's place in ``text``) if tether cannot use
-    ``pattern``: look-around, backreferences, or a syntax error."""
-    for m in re.finditer(r"\\.|\(\?<?[=!]|\\[1-9]|\(\?P=", pattern):
+    ``pattern`` as a terminal: backreferences, a syntax error, or a look-around that
+    reads outside the terminal's own text (see `_lookaround_outside`). With
+    ``whole_terminal=False`` the pattern is one part of a Lark terminal definition, and
+    where its look-arounds read is decided on the whole terminal (`_check_terminal_looks`).
+    ``anchors`` (Lark) treats the anchors as assertions too (see `_lookaround_outside`)."""
+    looks = _lookaround_offsets(pattern)
+    asserts = _lookaround_offsets(pattern, anchors=anchors)
+    for m in re.finditer(r"\\.|\(\?P=", pattern):
         tok = m.group()
-        if tok.startswith("(?"):
-            what = "look-around" if "P=" not in tok else "backreferences"
-            raise GrammarError(f"invalid regex: {what} is not supported (tether regexes are regular)",
-                               text, pos + 1 + m.start(), source)
-        if re.fullmatch(r"\\[1-9]", tok):
+        if tok == "(?P=" or re.fullmatch(r"\\[1-9]", tok):
             raise GrammarError("invalid regex: backreferences are not supported", text, pos + 1 + m.start(), source)
+    if looks and flavor != "python":
+        raise GrammarError("invalid regex: look-around is not supported (tether regexes are regular)",
+                           text, pos + 1 + looks[0], source)
     try:
         from tether import regex as _rx
 
         _rx.parse(pattern, flavor=flavor, ignore_case="i" in flags, dotall="s" in flags)
-        return
     except RegexError as exc:
         off = exc.offset if exc.offset >= 0 else 0
-        raise GrammarError(f"invalid regex: {exc.reason}", text, pos + 1 + off, source) from None
+        what = "look-around is not supported here: " if looks and "assertion" in exc.reason else ""
+        raise GrammarError(f"invalid regex: {what}{exc.reason}", text, pos + 1 + off, source) from None
+    except LimitError:
+        raise
     except Exception:  # the regex layer is unavailable or incomplete: fall back to `re`
-        pass
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            off = exc.pos or 0
+            raise GrammarError(f"invalid regex: {exc.msg}", text, pos + 1 + off, source) from None
+    if asserts and whole_terminal:
+        bad = _lookaround_outside(pattern, flags, anchors)
+        if bad is not None:
+            index, message = bad
+            off = asserts[index] if index < len(asserts) else 0
+            raise GrammarError(f"invalid regex: {message}",
+                               text, pos + 1 + off, source)
+
+
+_LOOK_OPEN = ("(?=", "(?!", "(?<=", "(?<!")
+
+
+def _lookaround_offsets(pattern: str, anchors: bool = False) -> list[int]:
+    """Offsets of the look-around groups of ``pattern`` (with ``anchors``, also of
+    ``^ $ \\A \\Z \\b \\B``), left to right; escapes and character classes skipped."""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            if anchors and pattern[i + 1 : i + 2] in ("A", "Z", "b", "B"):
+                out.append(i)
+            i += 2
+        elif c == "[":
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":
+                i += 1
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+            i += 1
+        else:
+            if (c == "(" and pattern.startswith(_LOOK_OPEN, i)) or (anchors and c in "^$"):
+                out.append(i)
+            i += 1
+    return out
+
+
+def _lookaround_outside(pattern: str, flags: str, anchors: bool = False) -> tuple[int, str] | None:
+    """The first look-around of ``pattern`` that may read outside the terminal's text:
+    (its index among the look-arounds, left to right; the reason), or None. With
+    ``anchors`` (Lark terminals), the anchors count as assertions too: ``\\b``/``\\B`` read
+    a character on each side (kept where both lie inside the terminal), while ``^ $ \\A
+    \\Z`` refer to the whole input in Lark's lexer and are refused.
+
+    tether matches a terminal on its own text (the regex layer lowers look-arounds
+    exactly for a whole-text match), while Lark's lexer lets a look-ahead read the input
+    after the lexeme and a look-behind the input before it. The two agree exactly when
+    every look-around stays inside the lexeme: a look-ahead whose longest match is no
+    longer than the shortest text the pattern can still match after it, a look-behind no
+    longer than the shortest text before it. Those are accepted; the others are refused
+    (e.g. ``/if(?![a-z])/``: the look-ahead reads the next token).
+
+    Widths come from Python's own regex parser (the pattern already passed tether's,
+    which bounds its nesting)."""
+    import re._constants as sc  # noqa: PLC0415
+    import re._parser as sp  # noqa: PLC0415
+
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        off = exc.pos or 0
-        raise GrammarError(f"invalid regex: {exc.msg}", text, pos + 1 + off, source) from None
+        tree = sp.parse(pattern, re.X if "x" in flags else 0)
+    except (re.error, RecursionError, OverflowError):
+        return (0, "look-around is not supported here: the pattern could not be analysed")
+    found: list[tuple[int, str] | None] = []
+
+    def width(sub: Any, items: list[Any]) -> tuple[int, int]:
+        return sp.SubPattern(sub.state, items).getwidth()  # type: ignore[no-any-return]
+
+    def walk(sub: Any, before: int, after: int) -> None:
+        items = list(sub)
+        mins = [width(sub, [it])[0] for it in items]
+        for k, (op, av) in enumerate(items):
+            b = before + sum(mins[:k])
+            a = after + sum(mins[k + 1 :])
+            if op in (sc.ASSERT, sc.ASSERT_NOT):
+                direction, body = av
+                longest = body.getwidth()[1]
+                index = len(found)
+                shown = ("(?=" if op is sc.ASSERT else "(?!") if direction == 1 else \
+                    ("(?<=" if op is sc.ASSERT else "(?<!")
+                if direction == 1 and longest > a:
+                    found.append((index, f"look-around is not supported here: the look-ahead '{shown}...)' reads past the end of the terminal "
+                                         "(the text after a lexeme is not part of it: tether cannot "
+                                         "represent this exactly)"))
+                elif direction != 1 and longest > b:
+                    found.append((index, f"look-around is not supported here: the look-behind '{shown}...)' reads before the start of the "
+                                         "terminal (the text before a lexeme is not part of it: tether "
+                                         "cannot represent this exactly)"))
+                else:
+                    found.append(None)
+                walk(body, b if direction == 1 else 0, 0)  # nested look-arounds: conservatively
+            elif op is sc.AT and anchors:
+                if av in (sc.AT_BOUNDARY, sc.AT_NON_BOUNDARY):
+                    shown = "\\b" if av is sc.AT_BOUNDARY else "\\B"
+                    found.append(None if b >= 1 and a >= 1 else (
+                        len(found), f"anchor not supported here: the word boundary '{shown}' reads a character outside the terminal "
+                                    "(the text around a lexeme is not part of it: tether cannot represent "
+                                    "this exactly)"))
+                else:
+                    shown = {sc.AT_BEGINNING: "^", sc.AT_BEGINNING_STRING: "\\A", sc.AT_END: "$",
+                             sc.AT_END_STRING: "\\Z"}.get(av, str(av))
+                    found.append((len(found), f"anchor not supported here: '{shown}' refers to the whole input in Lark's lexer, "
+                                              "not to the terminal: tether cannot represent this exactly"))
+            elif op is sc.SUBPATTERN:
+                walk(av[3], b, a)
+            elif op is sc.BRANCH:
+                for alt_ in av[1]:
+                    walk(alt_, b, a)
+            elif op in (sc.MAX_REPEAT, sc.MIN_REPEAT, sc.POSSESSIVE_REPEAT):
+                walk(av[2], b, a)
+            elif op is sc.ATOMIC_GROUP:
+                walk(av, b, a)
+            elif op is sc.GROUPREF_EXISTS:
+                for part in av[1:]:
+                    if part is not None:
+                        walk(part, b, a)
+
+    try:
+        walk(tree, 0, 0)
+    except RecursionError:
+        return (0, "look-around is not supported here: the pattern is nested too deeply to analyse")
+    return next((f for f in found if f is not None), None)
 
 
 class _Parser:
@@ -210,6 +354,10 @@ class _Parser:
         self.imports: dict[str, tuple[str, int]] = {}  # local name → (common name, pos)
         self.warnings: list[str] = []
         self.embedded: dict[str, Grammar] = {}
+        self.templates: dict[str, _Template] = {}
+        self.in_terminal = False  # reading a terminal definition's body
+        self.looks: list[tuple[int, str, str]] = []  # (offset, pattern, flags): regexes in terminals with look-around
+        self.usages: dict[str, _Usage] = {}  # placeholder name → a template use, resolved later
 
     # -- token helpers
     def peek(self, k: int = 0) -> _Tok:
@@ -276,8 +424,12 @@ class _Parser:
         p = self.peek()
         if p.value == "::":
             raise self.error(f"parametric rules ('{name}::...') are not supported", p.pos)
+        params: tuple[str, ...] | None = None
         if p.value == "{":
-            raise self.error(f"rule templates ('{name}{{...}}') are not supported", p.pos)
+            if is_term:
+                raise self.error(f"terminal templates ('{name}{{...}}') are not supported: only rules "
+                                 "take parameters", p.pos)
+            params = self.template_params(name)
         attrs: dict[str, object] = {}
         if p.value == "[":
             attrs = self.attributes(name)
@@ -290,15 +442,45 @@ class _Parser:
             self.warnings.append(msg)
             warnings.warn(msg, stacklevel=4)
         self.expect(":", f"':' after '{name}'")
-        body = self.expansions()
+        self.in_terminal = is_term
+        try:
+            body = self.expansions()
+        finally:
+            self.in_terminal = False
+        if params is not None:
+            if name in self.templates or name in self.rules:
+                raise self.error(f"duplicate rule '{name}'", start)
+            self.templates[name] = _Template(params, body, start)
+            self.positions[name] = start
+            return
         table = self.terms if is_term else self.rules
-        if name in table or name in self.imports:
+        if name in table or name in self.imports or name in self.templates:
             kind = "terminal" if is_term else "rule"
             raise self.error(f"duplicate {kind} '{name}'", start)
         table[name] = body
         self.positions[name] = start
         if attrs:
             self.attrs[name] = attrs
+
+    def template_params(self, name: str) -> tuple[str, ...]:
+        """``{a, b}`` after a rule name: the template's parameters (rule names)."""
+        self.next()  # {
+        self.depth += 1
+        params: list[str] = []
+        while True:
+            t = self.next()
+            if t.kind != "name" or t.value[:1].isupper() or t.value.lstrip("_")[:1].isupper():
+                raise self.error(f"expected a parameter name (a rule name) in template '{name}'", t.pos)
+            if t.value in params:
+                raise self.error(f"duplicate parameter '{t.value}' in template '{name}'", t.pos)
+            params.append(t.value)
+            sep = self.next()
+            if sep.value == "}":
+                break
+            if sep.value != ",":
+                raise self.error(f"expected ',' or '}}' in the parameters of '{name}'", sep.pos)
+        self.depth -= 1
+        return tuple(params)
 
     def attributes(self, name: str) -> dict[str, object]:
         self.next()  # [
@@ -348,7 +530,11 @@ class _Parser:
         t = self.next()
         d = t.value
         if d == "%ignore":
-            node = self.expansions()
+            self.in_terminal = True  # %ignore takes terminals: no rule templates there
+            try:
+                node = self.expansions()
+            finally:
+                self.in_terminal = False
             self.ignore.append(node)
         elif d == "%import":
             self.import_()
@@ -489,7 +675,8 @@ class _Parser:
             elif p.value == "{":
                 nxt = self.peek(1)
                 if nxt.kind != "number" and nxt.value != ",":
-                    raise self.error("rule templates are not supported", p.pos)
+                    raise self.error("'{' here is neither a repetition {n,m} nor a template use "
+                                     "(a template is used right after its name: name{arg, ...})", p.pos)
                 self.next()
                 lo = 0
                 if self.peek().kind == "number":
@@ -551,6 +738,8 @@ class _Parser:
         if t.kind == "name":
             if self.peek().value == "::":
                 raise self.error(f"parametric rules ('{t.value}::...') are not supported", t.pos)
+            if self.peek().value == "{" and self.peek(1).kind != "number" and self.peek(1).value not in (",", "}"):
+                return (yield self._template_use(t))
             return Ref(t.value, pos=t.pos)
         if t.kind == "directive" and t.value == "%json":
             data = self.next().data
@@ -571,6 +760,100 @@ class _Parser:
         shown = "end of line" if t.kind in ("nl", "eof") else repr(t.value)
         raise self.error(f"expected an expression, got {shown}", t.pos)
 
+    def _template_use(self, name: _Tok) -> Gen:
+        """``name{arg, ...}``: a placeholder reference, instantiated by `expand_templates`."""
+        if name.value[:1].isupper() or name.value.lstrip("_")[:1].isupper():
+            raise self.error(f"terminal templates ('{name.value}{{...}}') are not supported: only rules "
+                             "take parameters", name.pos)
+        if self.in_terminal:
+            raise self.error(f"rule template '{name.value}' used in a terminal or %ignore (templates make "
+                             "rules, which terminals cannot use)", name.pos)
+        open_ = self.next()  # {
+        self.depth += 1
+        self.nesting.enter(open_.pos)
+        args: list[Node] = []
+        while True:
+            args.append((yield self._postfix()))
+            sep = self.next()
+            if sep.value == "}":
+                break
+            if sep.value != ",":
+                raise self.error(f"expected ',' or '}}' in the arguments of template '{name.value}'", sep.pos)
+        self.nesting.leave()
+        self.depth -= 1
+        key = f"{name.value}{{#{len(self.usages)}}}"  # braces: never a Lark name
+        self.usages[key] = _Usage(name.value, tuple(args), name.pos)
+        return Ref(key, pos=name.pos)
+
+    def expand_templates(self) -> None:
+        """Replace every template use by a reference to its instance: one rule per
+        distinct (template, arguments), the template's body with its parameters replaced
+        by the arguments. Instances using templates are expanded from a worklist;
+        ``max_rules`` bounds the number of instances and ``max_expanded`` the size of
+        each instance's arguments (templates that grow their arguments stop there)."""
+        if not self.usages:
+            return
+        lim = bounds.current()
+        instances: dict[tuple[str, tuple[Node, ...]], str] = {}
+        todo: list[tuple[str, _Template, dict[str, Node]]] = []
+
+        def instance(use: _Usage, args: tuple[Node, ...]) -> Ref:
+            tpl = self.templates.get(use.template)
+            if tpl is None:
+                known = set(self.templates)
+                if use.template in self.rules:
+                    raise self.error(f"'{use.template}' is a rule, not a template: it takes no arguments", use.pos)
+                raise self.error(f"unknown template '{use.template}'" + did_you_mean(use.template, known), use.pos)
+            if len(args) != len(tpl.params):
+                raise self.error(f"template '{use.template}' takes {len(tpl.params)} arguments "
+                                 f"({', '.join(tpl.params)}), got {len(args)}", use.pos)
+            for a in args:
+                _bounded_size(a, lim.max_expanded, self.text, use.pos, self.source)
+            key = (use.template, args)
+            name = instances.get(key)
+            if name is None:
+                if len(instances) >= lim.max_rules:
+                    raise LimitError("max_rules", len(instances) + 1, lim.max_rules,
+                                     bounds.place(self.text, use.pos, self.source),
+                                     detail="instances of rule templates")
+                name = f"{use.template}__{len(instances) + 1}"
+                while name in self.rules or name in self.terms or name in self.templates:
+                    name += "_"
+                instances[key] = name
+                self.rules[name] = seq([])  # placeholder until its body is built
+                self.positions[name] = tpl.pos
+                todo.append((name, tpl, dict(zip(tpl.params, args, strict=True))))
+            return Ref(name, pos=use.pos)
+
+        def subst(node: Node, mapping: dict[str, Node]) -> Gen:
+            if isinstance(node, Ref):
+                use = self.usages.get(node.name)
+                if use is not None:
+                    args = []
+                    for a in use.args:
+                        args.append((yield subst(a, mapping)))
+                    return instance(use, tuple(args))
+                return mapping.get(node.name, node)
+            if isinstance(node, Seq | Alt):
+                items = []
+                for it in node.items:
+                    items.append((yield subst(it, mapping)))
+                return seq(items, node.pos) if isinstance(node, Seq) else alt(items, node.pos)
+            if isinstance(node, Rep):
+                return Rep((yield subst(node.item, mapping)), node.lo, node.hi, pos=node.pos)
+            if isinstance(node, SetOp):
+                args2 = []
+                for a in node.args:
+                    args2.append((yield subst(a, mapping)))
+                return SetOp(node.op, tuple(args2), node.max_reps, pos=node.pos)
+            return node
+
+        for name in [n for n in self.rules if n not in self.embedded]:
+            self.rules[name] = bounds.run(subst(self.rules[name], {}))
+        while todo:
+            name, tpl, mapping = todo.pop()
+            self.rules[name] = bounds.run(subst(tpl.body, mapping))
+
     def string(self, t: _Tok) -> Lit:
         v = t.value
         ic = v.endswith("i")
@@ -587,7 +870,10 @@ class _Parser:
             if f not in "imsxu":
                 raise self.error(f"unknown regex flag '{f}'", t.pos + end + 1)
         pattern = pattern.replace("\\/", "/")
-        check_regex(pattern, flags, self.text, t.pos, self.source)
+        check_regex(pattern, flags, self.text, t.pos, self.source, whole_terminal=not self.in_terminal,
+                    anchors=True)
+        if self.in_terminal and _lookaround_offsets(pattern, anchors=True):
+            self.looks.append((t.pos, pattern, flags))
         return Rx(pattern, "".join(sorted(set(flags) - {"u"})), pos=t.pos)
 
     def substring_regex(self, data: object, pos: int) -> Node:
@@ -668,6 +954,43 @@ class _Parser:
 
 
 Gen = Generator[Any, Any, Node]
+
+
+@dataclass(frozen=True)
+class _Template:
+    """A rule template ``name{a, b}: body``."""
+
+    params: tuple[str, ...]
+    body: Node
+    pos: int
+
+
+@dataclass(frozen=True)
+class _Usage:
+    """A use ``name{arg, ...}`` of a template, before instantiation."""
+
+    template: str
+    args: tuple[Node, ...]
+    pos: int
+
+
+def _bounded_size(node: Node, maximum: int, text: str, pos: int, source: str) -> int:
+    """The number of AST nodes in ``node``, counted up to ``maximum`` (LimitError past it:
+    the cost of this walk and of hashing the node stays within the limit)."""
+    n, stack = 0, [node]
+    while stack:
+        x = stack.pop()
+        n += 1
+        if n > maximum:
+            raise LimitError("max_expanded", f"more than {maximum} symbols", maximum,
+                             bounds.place(text, pos, source), detail="arguments of a rule template")
+        if isinstance(x, Seq | Alt):
+            stack.extend(x.items)
+        elif isinstance(x, Rep):
+            stack.append(x.item)
+        elif isinstance(x, SetOp):
+            stack.extend(x.args)
+    return n
 _COMMON: dict[str, Node] | None = None
 _LARK_BLOCKS = 8  # %lark inside %lark: each level is a whole front end on the stack
 _LARK_NESTING: ContextVar[int] = ContextVar("tether_lark_nesting", default=0)
@@ -708,6 +1031,7 @@ def parse_lark(text: str, *, source: str = "") -> _Parser:
     bounds.check_text(text, source)
     p = _Parser(text, source)
     p.parse()
+    p.expand_templates()
     user_terms = {k: v for k, v in p.terms.items() if k not in p.imports}
     bounds.check_rules({**p.rules, **user_terms}, text, source, p.positions)
     return p
@@ -765,6 +1089,8 @@ def from_lark(text: str, *, start: str = "start", source: str = "") -> Grammar:
         t = lw.terminal(node_ne, node.name if isinstance(node, Ref) else None)
         if t.name not in g.ignore:
             g.ignore.append(t.name)
+    if p.looks:
+        _check_terminal_looks(g, p, text, source)
     for name, sub in p.embedded.items():
         from tether.grammar.compose import embed_into
 
@@ -773,6 +1099,44 @@ def from_lark(text: str, *, start: str = "start", source: str = "") -> Grammar:
     g.warnings += p.warnings
     g.lowering = lw.decisions
     return simplify(g, text=text, source=source, positions=p.positions, warn_unreachable=set())
+
+
+def _check_terminal_looks(g: Grammar, p: _Parser, text: str, source: str) -> None:
+    """Every lexeme class of ``g`` (before embedded grammars join it) keeps its
+    look-arounds inside its own text: decided on the terminal's whole regex, where the
+    parts of a Lark terminal definition are joined (``"\"" /(?<!\\)x/`` reads the quote,
+    which is part of the lexeme). A look-around that reads outside is refused at the
+    regex part holding it."""
+    for t in g.terminals.values():
+        patterns: list[str] = []
+        if t.regex is not None:
+            patterns.append(t.regex)
+        elif t.expr is not None:  # a set operation: each regex operand on its own
+            stack: list[object] = [t.expr]
+            while stack:
+                x = stack.pop()
+                if isinstance(x, tuple):
+                    stack.extend(x[1:])
+                elif isinstance(x, str):
+                    patterns.append(x)
+        for pattern in patterns:
+            if not _lookaround_offsets(pattern, anchors=True):
+                continue
+            bad = _lookaround_outside(pattern, "", anchors=True)
+            if bad is None:
+                continue
+            # the part of the definition that reads outside (one exists: a look-around
+            # inside its own part is inside the terminal)
+            for pos, part, flags in p.looks:
+                part_bad = _lookaround_outside(part, flags, anchors=True)
+                if part_bad is not None and part in pattern:
+                    index, message = part_bad
+                    offs = _lookaround_offsets(part, anchors=True)
+                    raise GrammarError(f"invalid regex: {message}; "
+                                       f"in terminal '{t.name}'", text, pos + 1 + (offs[index] if index < len(offs) else 0),
+                                       source)
+            raise GrammarError(f"invalid regex: {bad[1]}; in terminal '{t.name}'",
+                               text, p.looks[0][0], source)
 
 
 def _attr_terminal(lw: Lowering, name: str, attrs: dict[str, object], p: _Parser, text: str, source: str):  # type: ignore[no-untyped-def]

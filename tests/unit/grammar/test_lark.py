@@ -117,7 +117,7 @@ def test_nested_lark_grammar() -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("start: foo{x}\nfoo: \"a\"", "templates"),
+        ("start: foo{x}\nfoo: \"a\"", "'foo' is a rule, not a template"),
         ("start: foo\nfoo::_: \"a\"", "parametric"),
         ("%declare X\nstart: \"a\"", "%declare"),
         ("%import python.NAME\nstart: NAME", "only %import common"),
