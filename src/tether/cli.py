@@ -299,7 +299,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           queue_size=args.queue_size, api_key=key, limits=lim,
                           max_body_bytes=args.max_body_bytes, request_timeout=args.request_timeout,
                           default_max_tokens=args.default_max_tokens, n_ctx=args.n_ctx,
-                          batch=not args.no_batch, served_names=names)
+                          batch=not args.no_batch, served_names=names,
+                          prefix_cache=not args.no_prefix_cache)
     return serve(config)
 
 
@@ -341,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--default-max-tokens", type=int, default=512, help="max_tokens when a request gives none")
     s.add_argument("--n-ctx", type=int, default=8192, help="llama.cpp context shared by the running sequences")
     s.add_argument("--no-batch", action="store_true", help="decode one request at a time (no batching)")
+    s.add_argument("--no-prefix-cache", action="store_true",
+                   help="no KV-cache reuse across requests (seeded requests then repeat exactly)")
     s.add_argument("--served-model-name", action="append", help="the model id clients use (repeatable)")
     s.set_defaults(func=cmd_serve)
     args = p.parse_args(argv)
