@@ -290,6 +290,12 @@ class _Parser:
         self.max_expanded = current().max_expanded
         self.max_alternatives = current().max_alternatives
         self._literals: dict[tuple[bool, bool], dict[str, Tree]] = {}
+        # whether the tree has an anchor, a word boundary or a lookaround (without one,
+        # the passes that look for them are skipped)
+        self.assertions = False
+        # whether a counted repeat (``{m,n}`` with a count above 1) was read: only those
+        # make the expanded size exceed the number of atoms
+        self.counted = False
 
     # -- helpers ----------------------------------------------------------------------
     def error(self, msg: str, offset: int | None = None) -> RegexError:
@@ -324,6 +330,11 @@ class _Parser:
         t = self.alternation()
         if self.i < len(self.p):
             raise self.error("unbalanced parenthesis ')'")
+        if self.counted:  # sums of counted repeats (a{9}b{9}...) under no quantifier
+            size = _expanded_size(t, self.sizes)
+            if size > self.max_expanded:
+                raise LimitError("max_expanded", size, self.max_expanded, "the whole pattern",
+                                 detail="the counted repeats add up to this many characters")
         return t
 
     def global_flags(self) -> None:
@@ -455,7 +466,10 @@ class _Parser:
             elif self.peek() == "+" and self.flavor == "python":
                 raise self.error("possessive quantifiers are not supported (not regular under derivatives)", self.i)
             atom = ("rep", atom, lo, hi)
-            size = _expanded_size(atom, self.sizes)
+            size = 0
+            if lo > 1 or (hi != INF and hi > 1):  # ``*``, ``+``, ``?`` add nothing to the
+                self.counted = True                # size of their atom (see parse())
+                size = _expanded_size(atom, self.sizes)
             if size > self.max_expanded:
                 raise LimitError("max_expanded", size, self.max_expanded, f"offset {q_at} in pattern",
                                  detail="the counted repeats multiply to this many characters")
@@ -505,6 +519,7 @@ class _Parser:
             return ("set", self.dot())
         if c == "^":
             self.i += 1
+            self.assertions = True
             if self.flags.multiline:
                 if self.flavor != "python":
                     raise self.error("'^' in multi-line mode is not supported", at)
@@ -512,6 +527,7 @@ class _Parser:
             return ("bol", at)
         if c == "$":
             self.i += 1
+            self.assertions = True
             if self.flags.multiline:
                 if self.flavor != "python":
                     raise self.error("'$' in multi-line mode is not supported", at)
@@ -561,9 +577,11 @@ class _Parser:
                 pass
             elif c in ("=", "!"):
                 self.i += 1
+                self.assertions = True
                 return _Open("look", at, c == "=")
             elif c == "<":
                 negative = self.peek(1) == "!"
+                self.assertions = True
                 self.i += 2
                 return _Open("behind", at, not negative)
             elif c == ">":
@@ -830,12 +848,15 @@ class _Parser:
             return ("set", self.property_escape(at))
         if c in "bB":
             self.i += 1
+            self.assertions = True
             return ("wordb", c == "b", cs.class_escape("w", self.flavor, self.flags.ascii), at)
         if c == "A" and self.flavor == "python":
             self.i += 1
+            self.assertions = True
             return ("bol", at)
         if c in "Zz" and self.flavor == "python":
             self.i += 1
+            self.assertions = True
             return ("eol", "end", at)
         if self.flavor == "python" and c.isdigit():
             if c == "0":
@@ -1321,11 +1342,12 @@ def _compile(pattern: str, flavor: str, ignore_case: bool, dotall: bool, search:
 
 
 def _compile_uncached(pattern: str, flavor: str, ignore_case: bool, dotall: bool, search: bool) -> Node:
-    tree = _Parser(pattern, flavor, _Flags(ignore_case=ignore_case, dotall=dotall)).parse()
-    if _needs_annotation(tree):
+    parser = _Parser(pattern, flavor, _Flags(ignore_case=ignore_case, dotall=dotall))
+    tree = parser.parse()
+    if parser.assertions and _needs_annotation(tree):
         return _compile_annotated(tree, pattern, flavor, search)
     low = _Lowering(pattern, search)
-    if not _needs_context(tree):
+    if not parser.assertions or not _needs_context(tree):
         body = low.lower(tree)
         if not low.anchors:
             return concat(star(ANY_CHAR), body, star(ANY_CHAR)) if search else body

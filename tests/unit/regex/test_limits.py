@@ -170,6 +170,17 @@ def test_nested_counted_repeats_past_max_expanded_are_a_limit_error() -> None:
     assert e.value.place == "offset 13 in pattern"  # the outermost {50}
 
 
+def test_counted_repeats_adding_up_past_max_expanded_are_a_limit_error() -> None:
+    # no quantifier wraps them: the sum is checked once the pattern is read
+    with limits(max_expanded=10_000), pytest.raises(LimitError) as e:
+        parse("a{4000}b{4000}c{4000}")
+    assert e.value.limit == "max_expanded" and e.value.value == 12_000
+    with limits(max_expanded=10_000), pytest.raises(LimitError, match="max_expanded"):
+        parse("(?:x{3000}y{3000}z{3000}w{3000})*")  # a star adds nothing, the parts do
+    with limits(max_expanded=10_000):
+        parse("(?:a{3000}b{3000}c{3000})*d*e+f?")  # 9,003: within
+
+
 def test_a_1000_1000_is_refused_in_python_and_bounded_in_ecma() -> None:
     with pytest.raises(RegexError, match="multiple repeat") as e:
         parse("a{1000}{1000}")

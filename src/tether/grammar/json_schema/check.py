@@ -93,6 +93,18 @@ def _text(v: str, p: str) -> None:
             raise SchemaError(f"the string {_show(v)} has a lone surrogate (not Unicode text)", _str(p)) from None
 
 
+def _plain_size(x: Any) -> int:
+    """What a plain value adds to the document's size when it is fine to count it where it
+    is met: 1 for ``true``/``false``/``null`` and a small integer, 0 for a string (the
+    caller checks and counts it), -1 for anything else (walked as an entry of its own)."""
+    t = type(x)
+    if t is str:
+        return 0
+    if t is bool or x is None or (t is int and x.bit_length() <= _MAX_INT_BITS):
+        return 1
+    return -1
+
+
 def _key(k: Any, p: str) -> None:
     if not isinstance(k, str):
         raise SchemaError(f"an object key must be a string, got {_show(k)}", _str(p))
@@ -295,7 +307,9 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
         LimitError: the document is too deep, too large or has too many alternatives.
     """
     max_depth, max_chars, max_alts = limits.max_json_depth, limits.max_text_chars, limits.max_alternatives
-    # (value, pointer, JSON depth, is a schema); popped in document order
+    # (value, pointer, JSON depth, is a schema); popped in document order. Strings, numbers,
+    # booleans and null are checked where they are met (no entry, no pointer built) unless
+    # they are too deep, which the popping side reports.
     stack: list[tuple[Any, str, int, bool]] = [(schema, pointer, 1, True)]
     size = 0
     steps = 0
@@ -309,7 +323,8 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
         size += 1
         if isinstance(v, str):
             size += len(v)
-            _text(v, p)
+            if not v.isascii():
+                _text(v, p)
         elif isinstance(v, bool) or v is None:
             pass
         elif isinstance(v, int):
@@ -322,31 +337,62 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
                 raise SchemaError(f"{v!r} is no JSON number", _str(p))
         elif isinstance(v, list):
             size += len(v)
-            stack.extend((v[i], _ptr(p, i), depth + 1, False) for i in range(len(v) - 1, -1, -1))
+            if depth < max_depth:
+                later: list[tuple[Any, str, int, bool]] = []
+                for i, x in enumerate(v):
+                    n = _plain_size(x)
+                    if n < 0:
+                        later.append((x, _ptr(p, i), depth + 1, False))
+                    elif n:
+                        size += n
+                    else:
+                        if not x.isascii():
+                            _text(x, _ptr(p, i))
+                        size += 1 + len(x)
+                stack.extend(reversed(later))
+            else:
+                stack.extend((v[i], _ptr(p, i), depth + 1, False) for i in range(len(v) - 1, -1, -1))
         elif isinstance(v, dict):
             size += len(v)
             if not is_schema:
-                for k in v:
-                    _key(k, p)
-                items = list(v.items())
-                stack.extend((x, _ptr(p, k), depth + 1, False) for k, x in reversed(items))
-                continue
-            if checked is not None:
-                if id(v) in checked:
-                    continue
-                checked.add(id(v))
-            todo: Next = []
-            for kw, x in v.items():
-                _key(kw, p)
-                q = _ptr(p, kw)
-                kind = KEYWORDS.get(kw)
-                if kind is None:
-                    todo.append((x, q, 1, False))
-                    continue
-                if kw in _ALTERNATIVES and isinstance(x, list) and len(x) > max_alts:
-                    raise LimitError("max_alternatives", len(x), max_alts, _str(q))
-                todo += kind(kw, x, q)
-            stack.extend((x, q, depth + levels, sch) for x, q, levels, sch in reversed(todo))
+                later = []
+                for k, x in v.items():
+                    if type(k) is not str or not k.isascii():
+                        _key(k, p)
+                    n = _plain_size(x) if depth < max_depth else -1
+                    if n < 0:
+                        later.append((x, _ptr(p, k), depth + 1, False))
+                    elif n:
+                        size += n
+                    else:
+                        if not x.isascii():
+                            _text(x, _ptr(p, k))
+                        size += 1 + len(x)
+                stack.extend(reversed(later))
+            else:
+                if checked is not None:
+                    if id(v) in checked:
+                        continue
+                    checked.add(id(v))
+                todo: Next = []
+                for kw, x in v.items():
+                    if type(kw) is not str or not kw.isascii():
+                        _key(kw, p)
+                    kind = KEYWORDS.get(kw)
+                    if kind is None and type(x) is str and depth < max_depth:
+                        # an annotation ("description", "title", ...): checked here
+                        if not x.isascii():
+                            _text(x, _ptr(p, kw))
+                        size += 1 + len(x)
+                        continue
+                    q = _ptr(p, kw)
+                    if kind is None:
+                        todo.append((x, q, 1, False))
+                        continue
+                    if kw in _ALTERNATIVES and isinstance(x, list) and len(x) > max_alts:
+                        raise LimitError("max_alternatives", len(x), max_alts, _str(q))
+                    todo += kind(kw, x, q)
+                stack.extend((x, q, depth + levels, sch) for x, q, levels, sch in reversed(todo))
         else:
             raise SchemaError(f"{_show(v)} is not a JSON value ({type(v).__name__})", _str(p))
         if size > max_chars:
