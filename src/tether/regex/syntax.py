@@ -296,6 +296,7 @@ class _Parser:
         # whether a counted repeat (``{m,n}`` with a count above 1) was read: only those
         # make the expanded size exceed the number of atoms
         self.counted = False
+        self.counted_total = 0  # the sizes of the counted repeats read, added up
 
     # -- helpers ----------------------------------------------------------------------
     def error(self, msg: str, offset: int | None = None) -> RegexError:
@@ -330,7 +331,9 @@ class _Parser:
         t = self.alternation()
         if self.i < len(self.p):
             raise self.error("unbalanced parenthesis ')'")
-        if self.counted:  # sums of counted repeats (a{9}b{9}...) under no quantifier
+        # sums of counted repeats (a{9}b{9}...) under no quantifier; the pattern's length
+        # plus the counted sizes bounds the expanded size (a nested repeat counts twice)
+        if self.counted and len(self.p) + self.counted_total > self.max_expanded:
             size = _expanded_size(t, self.sizes)
             if size > self.max_expanded:
                 raise LimitError("max_expanded", size, self.max_expanded, "the whole pattern",
@@ -469,7 +472,11 @@ class _Parser:
             size = 0
             if lo > 1 or (hi != INF and hi > 1):  # ``*``, ``+``, ``?`` add nothing to the
                 self.counted = True                # size of their atom (see parse())
-                size = _expanded_size(atom, self.sizes)
+                if atom[1][0] == "set":  # one character, counted: no walk
+                    size = hi if hi != INF else lo
+                else:
+                    size = _expanded_size(atom, self.sizes)
+                self.counted_total += size
             if size > self.max_expanded:
                 raise LimitError("max_expanded", size, self.max_expanded, f"offset {q_at} in pattern",
                                  detail="the counted repeats multiply to this many characters")
