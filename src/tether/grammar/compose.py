@@ -168,6 +168,12 @@ def to_ast(g: Grammar) -> tuple[dict[str, Any], str]:
     rec = g.source_ast
     if isinstance(rec, tuple) and len(rec) == 3 and rec[2] == g.ir_signature():
         return rec[0], rec[1]
+    # A grammar holding a terminal that cannot join the analysis (a set operation, a lazy
+    # or stop terminal, a regex the AST cannot say) was lexed as a whole by its front end
+    # (the JSON Schema compiler's key literals beside its "any other key" terminal):
+    # splitting only its literals would change which lexemes win, so it keeps every
+    # terminal as it is.
+    opaque = any(_opaque(t) for t in g.terminals.values())
     by: dict[str, list[Any]] = {}
     for r in g.rules:
         items: list[Node] = []
@@ -176,7 +182,7 @@ def to_ast(g: Grammar) -> tuple[dict[str, Any], str]:
                 items.append(Ref(sym.name))
             else:
                 t = g.terminals[sym.name]
-                plain = not t.lazy and t.stop is None and t.max_len is None
+                plain = not opaque and not t.lazy and t.stop is None and t.max_len is None
                 if plain and t.literal and not t.ignore_case:
                     items.append(Lit(t.literal))
                     continue
@@ -188,6 +194,17 @@ def to_ast(g: Grammar) -> tuple[dict[str, Any], str]:
                 items.append(node if node is not None else Term(t))
         by.setdefault(r.lhs, []).append(seq(items))
     return {k: alt(v) for k, v in by.items()}, g.start
+
+
+def _opaque(t: Terminal) -> bool:
+    """Whether ``t`` stays one terminal when its grammar is lowered again (see `to_ast`)."""
+    if t.lazy or t.stop is not None or t.max_len is not None or t.expr is not None:
+        return True
+    if t.literal is not None:
+        return t.ignore_case
+    from tether.grammar.regex_ast import regex_to_ast
+
+    return regex_to_ast(t.regex, flags="i" if t.ignore_case else "", flavor=t.flavor) is None
 
 
 def _rename_ast(rules: dict[str, Any], start: str, name: str) -> dict[str, Any]:

@@ -82,3 +82,29 @@ def test_from_regex_matching_empty_in_both_flavors(flavor: str) -> None:
     parser = pytest.importorskip("tether.parser")
     g = Grammar.from_regex("a*", flavor=flavor, ignore_case=True)  # type: ignore[arg-type]
     assert parser.accepts(g, "") and parser.accepts(g, "aA") and not parser.accepts(g, "b")
+
+
+# --- a JSON Schema grammar inside a sequence or union keeps its language -----------------
+
+_SCHEMAS = [
+    {"type": "object", "properties": {"id": {"type": "integer"}}},
+    {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+     "required": ["id"]},
+    {"type": "array", "items": {"enum": ["a", "ab", "abc"]}},
+]
+_DOCS = [b'{"id":3}', b'{"id":3,"name":"x"}', b'{"other":1}', b'{}', b'["a","abc"]', b'["ab"]', b'[]']
+
+
+@pytest.mark.parametrize("schema", _SCHEMAS, ids=["one-key", "two-keys", "enum-items"])
+def test_a_json_schema_grammar_composed_keeps_its_language(schema: dict) -> None:
+    # its key literals are lexed beside its "any other key" terminal: lowering the
+    # literals alone again must not change which documents it accepts
+    from tether.parser.byte_parser import accepts
+
+    g = Grammar.from_json_schema(schema)
+    tail = Grammar.from_regex("x+")
+    for doc in _DOCS:
+        alone = accepts(g, doc)
+        assert accepts(Grammar.sequence(g), doc) == alone, doc
+        assert accepts(Grammar.sequence(g, tail), doc + b"xx") == alone, doc
+        assert accepts(Grammar.union(g, tail), doc) == alone, doc
