@@ -71,7 +71,7 @@ def lark_grammars(draw: st.DrawFn) -> str:
     return "\n".join(lines)
 
 
-class _Slow(Exception):
+class _Slow(BaseException):  # not an Exception: code under the alarm cannot swallow it
     pass
 
 
@@ -84,7 +84,8 @@ def _lark_accepts(parser: object, text: str, budget: float = 0.5) -> bool | None
         raise _Slow
 
     old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, budget)
+    # repeating: should one alarm land where it is swallowed, the next one stops the parse
+    signal.setitimer(signal.ITIMER_REAL, budget, 0.05)
     try:
         parser.parse(text)  # type: ignore[attr-defined]
         return True
