@@ -74,6 +74,7 @@ def check_flavor(flavor: str) -> None:
 
 _SPECIAL = frozenset("\\^$.|?*+()[]{}")  # characters atom() does not read as plain literals
 _QUANT = frozenset("*+?{")  # characters that may start a quantifier
+_BRACE = re.compile(r"\{([0-9]*)(?:(,)([0-9]*))?\}")  # {m} {m,} {m,n} {,n}: ASCII digits
 _PLAIN_RUN = re.compile(r"[^\\^$.|?*+()\[\]{}]+")  # a run of characters not in _SPECIAL
 
 
@@ -288,6 +289,7 @@ class _Parser:
         self.group_names: set[str] = set()
         self.sizes: dict[int, tuple[int, Tree]] = {}  # see _expanded_size
         self.max_expanded = current().max_expanded
+        self.max_repeat = current().max_repeat
         self.max_alternatives = current().max_alternatives
         self._literals: dict[tuple[bool, bool], dict[str, Tree]] = {}
         # whether the tree has an anchor, a word boundary or a lookaround (without one,
@@ -483,26 +485,18 @@ class _Parser:
             quantified = self.flavor == "python"
 
     def brace(self) -> tuple[int, int] | None:
-        j = self.i + 1
-        k = j
-        while k < len(self.p) and self.p[k].isdigit() and self.p[k].isascii():
-            k += 1
-        lo_s = self.p[j:k]
-        hi_s: str | None = lo_s
-        if k < len(self.p) and self.p[k] == ",":
-            m = k + 1
-            while m < len(self.p) and self.p[m].isdigit() and self.p[m].isascii():
-                m += 1
-            hi_s = self.p[k + 1 : m]
-            k = m
-        if k >= len(self.p) or self.p[k] != "}":
+        b = _BRACE.match(self.p, self.i)
+        if b is None:
             return None
+        lo_s = b[1]
+        hi_s: str | None = b[3] if b[2] else lo_s
+        k = b.end() - 1
         if self.flavor == "ecma" and not lo_s:
             return None  # Annex B: "{" that does not start a quantifier is a literal
         if self.flavor == "python" and not lo_s and hi_s == lo_s:
             return None  # "{}" is literal
         at = self.i
-        max_repeat = current().max_repeat
+        max_repeat = self.max_repeat
         for digits in (lo_s, hi_s):
             if digits and len(digits.lstrip("0")) > len(str(max_repeat)):
                 raise LimitError("max_repeat", f"a {len(digits)}-digit count", max_repeat,
