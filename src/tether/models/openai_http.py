@@ -224,6 +224,17 @@ class OpenAIModel:
     def _wait(self, attempt: int) -> float:
         return min(self.backoff * (2 ** attempt), _MAX_BACKOFF)
 
+    def _check_retry(self, exc: httpx.HTTPError, url: str, attempt: int) -> None:
+        """Return when ``exc`` (a failed attempt) may be retried, else raise its ModelError."""
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            if attempt < self.retries:
+                return
+            raise ModelError(f"cannot reach {url}: {exc}", retryable=True) from None
+        if isinstance(exc, httpx.TimeoutException):
+            raise ModelError(f"{url} did not answer within {self.timeout} s ({type(exc).__name__})",
+                             retryable=True) from None
+        raise ModelError(f"the request to {url} failed: {type(exc).__name__}: {exc}", retryable=True) from None
+
     def _request(self, method: str, url: str, body: dict[str, Any] | None) -> tuple[int, bytes]:
         """One request with retries on connection errors and 503: (status, body, at most
         ``MAX_REPLY_BYTES``); ModelError for failures."""
@@ -236,14 +247,8 @@ class OpenAIModel:
                         resp.close()
                     else:
                         return status, _capped(resp.iter_bytes(), url)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if attempt >= self.retries:
-                    raise ModelError(f"cannot reach {url}: {exc}", retryable=True) from None
-            except httpx.TimeoutException as exc:
-                raise ModelError(f"{url} did not answer within {self.timeout} s ({type(exc).__name__})",
-                                 retryable=True) from None
             except httpx.HTTPError as exc:
-                raise ModelError(f"the request to {url} failed: {type(exc).__name__}: {exc}", retryable=True) from None
+                self._check_retry(exc, url, attempt)
             time.sleep(self._wait(attempt))
             attempt += 1
 
@@ -264,14 +269,8 @@ class OpenAIModel:
                                 raise _too_long(url)
                             chunks.append(chunk)
                         return status, b"".join(chunks)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-                if attempt >= self.retries:
-                    raise ModelError(f"cannot reach {url}: {exc}", retryable=True) from None
-            except httpx.TimeoutException as exc:
-                raise ModelError(f"{url} did not answer within {self.timeout} s ({type(exc).__name__})",
-                                 retryable=True) from None
             except httpx.HTTPError as exc:
-                raise ModelError(f"the request to {url} failed: {type(exc).__name__}: {exc}", retryable=True) from None
+                self._check_retry(exc, url, attempt)
             await asyncio.sleep(self._wait(attempt))
             attempt += 1
 
