@@ -59,6 +59,11 @@ class Terminal:
     stop: str | None = None
     max_len: int | None = None
     expr: tuple | None = None  # type: ignore[type-arg]
+    # The regex-layer node of ``regex`` when its maker already holds it (the JSON Schema
+    # compiler builds its key lexemes from parts): ``to_node`` returns it instead of
+    # parsing the text again. It must be the node the text parses to; the text stays the
+    # terminal's meaning for everything else (printing, GBNF, composition).
+    node: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if sum(x is not None for x in (self.regex, self.literal, self.expr)) != 1:
@@ -94,6 +99,8 @@ class Terminal:
         Raises:
             RegexError: if a regex in the terminal cannot be parsed.
         """
+        if self.node is not None and self.max_len is None and not self.ignore_case:
+            return self.node
         return _terminal_node(
             self.regex, self.literal, self.flavor, self.ignore_case, self.max_len, self.expr
         )

@@ -145,11 +145,20 @@ def byte_range(lo: int, hi: int) -> Node:
     return _bytes(((1 << (hi + 1)) - 1) ^ ((1 << lo) - 1))
 
 
-def literal(data: bytes | str) -> Node:
-    """The node matching exactly ``data`` (str is UTF-8 encoded)."""
+_BYTE_NODES = [_bytes(1 << b) for b in range(256)]
+
+
+def literal(data: bytes | str, rest: Node = EPSILON) -> Node:
+    """The node matching exactly ``data`` (str is UTF-8 encoded), followed by ``rest``
+    (``concat(literal(data), rest)``, with the chain built once, onto ``rest``)."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    return concat(*[_bytes(1 << b) for b in data])
+    if rest is EMPTY:
+        return EMPTY
+    result = rest
+    for b in reversed(data):
+        result = _BYTE_NODES[b] if result is EPSILON else _concat2(_BYTE_NODES[b], result)
+    return result
 
 
 def concat(*nodes: Node) -> Node:

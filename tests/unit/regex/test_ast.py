@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tether.regex import (
     ANY_BYTE,
     ANYTHING,
@@ -135,3 +138,11 @@ def test_pickle_and_deepcopy_keep_interning() -> None:
     n = parse(r"(?=\w)[a-z]+\b|x{2,5}")
     assert pickle.loads(pickle.dumps(n)) is n
     assert copy.deepcopy(n) is n
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=8), tail=st.sampled_from([r"", r"a*b", r"[ \t]{0,3}:", r"(?:x|yz)+"]))
+def test_literal_onto_a_rest_is_the_concatenation(data: bytes, tail: str) -> None:
+    rest = parse(tail) if tail else EPSILON
+    assert literal(data, rest) is concat(literal(data), rest)
+    assert literal(data, EMPTY) is EMPTY

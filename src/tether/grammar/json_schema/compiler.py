@@ -226,7 +226,7 @@ class _Compiler:
             raise LimitError("max_repeat", value, self.max_repeat, pointer)
 
     def term(self, spec: Spec, hint: str = "t") -> T:
-        kind, value = spec
+        kind, value = spec[0], spec[1]
         key = (kind, value)
         name = self.terms.get(key)
         if name is None:
@@ -235,7 +235,7 @@ class _Compiler:
             if kind == "lit":
                 self.g.add_terminal(Terminal(name, literal=value))
             elif kind == "rx":
-                self.g.add_terminal(Terminal(name, regex=value))
+                self.g.add_terminal(Terminal(name, regex=value, node=spec[2] if len(spec) > 2 else None))
             else:
                 self.g.add_terminal(Terminal(name, expr=value))
         return T(name)

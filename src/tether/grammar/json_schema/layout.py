@@ -18,16 +18,35 @@ for a value (given its schema's property order).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
+from tether import regex as rx
+
 Whitespace = Literal["compact", "pretty", "flexible"]
 
-# A lexeme spec: ("lit", text) | ("rx", regex) | ("expr", tuple tree over regexes)
-Spec = tuple[str, Any]
+# A lexeme spec: ("lit", text) | ("rx", regex) | ("rx", regex, its regex-layer node)
+# | ("expr", tuple tree over regexes)
+Spec = tuple[Any, ...]
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(pattern: str) -> rx.Node:
+    """The node of one of the layout's own gap regexes (a handful per layout)."""
+    return rx.parse(pattern)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _key_lexeme(before: str, text: str, after: str) -> Spec:
+    """``before`` key ``after`` with its node. An object has one such lexeme per property
+    (asked for once per parser state): the node is built once, from the parsed gaps and
+    the key's bytes, so that no key is parsed as a regex."""
+    node = rx.concat(_parsed(before), rx.literal(text.encode("utf-8"), _parsed(after)))
+    return ("rx", before + re.escape(text) + after, node)
 
 
 @dataclass(frozen=True)
@@ -63,7 +82,9 @@ class Layout:
         text = dumps_str(key)
         if self.whitespace == "flexible":
             before, after = self.open_key(depth, first)
-            return ("rx", before + re.escape(text) + after)
+            if self.pattern is not None:  # a gap regex may look around: parse the whole
+                return ("rx", before + re.escape(text) + after)
+            return _key_lexeme(before, text, after)
         if self.whitespace == "pretty":
             pad = "\n" + " " * (self.indent * (depth + 1))
             return ("lit", ("{" if first else ",") + pad + text + ": ")
