@@ -285,8 +285,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"tether serve: --limit expects NAME=NUMBER, got {item!r}", file=sys.stderr)
             return 2
         changes[name] = int(number) if number.is_integer() and name != "compile_seconds" else number
-    if args.parallel < 1 or args.queue_size < 0 or not 0 < args.port < 65536:
-        print("tether serve: --parallel must be >= 1, --queue-size >= 0, --port in 1..65535", file=sys.stderr)
+    if args.parallel < 1 or args.queue_size < 0 or not 0 < args.port < 65536 \
+            or (args.threads_batch is not None and not 1 <= args.threads_batch <= 1024):
+        print("tether serve: --parallel must be >= 1, --queue-size >= 0, --port in 1..65535, "
+              "--threads-batch in 1..1024", file=sys.stderr)
         return 2
     try:
         lim = lim.replace(**changes)
@@ -299,6 +301,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           queue_size=args.queue_size, api_key=key, limits=lim,
                           max_body_bytes=args.max_body_bytes, request_timeout=args.request_timeout,
                           default_max_tokens=args.default_max_tokens, n_ctx=args.n_ctx,
+                          threads_batch=args.threads_batch,
                           batch=not args.no_batch, served_names=names,
                           prefix_cache=not args.no_prefix_cache)
     return serve(config)
@@ -341,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--request-timeout", type=float, default=300.0, help="seconds a request may take (default 300)")
     s.add_argument("--default-max-tokens", type=int, default=512, help="max_tokens when a request gives none")
     s.add_argument("--n-ctx", type=int, default=8192, help="llama.cpp context shared by the running sequences")
+    s.add_argument("--threads-batch", type=int, default=None, metavar="N",
+                   help="llama.cpp threads for steps of several sequences and for prompts "
+                   "(default: every core, up to 8; one-sequence steps use the model's n_threads)")
     s.add_argument("--no-batch", action="store_true", help="decode one request at a time (no batching)")
     s.add_argument("--no-prefix-cache", action="store_true",
                    help="no KV-cache reuse across requests (seeded requests then repeat exactly)")

@@ -31,6 +31,7 @@ def test_protocol_and_basics(model: LlamaCppModel) -> None:
     assert isinstance(model, Model)
     assert model.name == "gemma3-270m"
     assert model.n_threads == default_threads()
+    assert model.n_threads_batch == model.n_threads  # unless asked for
     assert model.vocabulary.size == model.n_vocab == 262_144
     assert model.eos_ids == model.vocabulary.eos_ids and 1 in model.eos_ids
     assert model.bos_id == 2
@@ -238,6 +239,7 @@ def test_token_ids_outside_the_vocabulary_are_refused(small: LlamaCppModel) -> N
     ({"n_ctx": 1 << 20}, "exceeds the context"),
     ({"n_threads": 0}, "n_threads=0"),
     ({"n_threads": "4"}, "n_threads='4'"),
+    ({"n_threads_batch": 0}, "n_threads_batch=0"),
     ({"n_gpu_layers": -2}, "n_gpu_layers=-2"),
     ({"n_gpu_layers": None}, "n_gpu_layers=None"),
     ({"seed": -1}, "seed=-1"),
@@ -256,9 +258,10 @@ def test_load_model_validates_options(options: dict, match: str) -> None:
 
 
 def test_load_model_forwards_options() -> None:
-    m = load_model("embedded", n_ctx=512, n_threads=1, n_gpu_layers=0, seed=7, flash_attn_type=0)
+    m = load_model("embedded", n_ctx=512, n_threads=1, n_threads_batch=2, n_gpu_layers=0, seed=7,
+                   flash_attn_type=0)
     assert isinstance(m, LlamaCppModel)
-    assert (m.n_ctx, m.n_threads, m.seed) == (512, 1, 7)
+    assert (m.n_ctx, m.n_threads, m.n_threads_batch, m.seed) == (512, 1, 2, 7)
     assert np.isfinite(m.logits([2, 100])).all()
     m.close()
 

@@ -293,3 +293,12 @@ def test_top_logprobs_replay_the_decoders_distribution(runner, temperature) -> N
         if a.logprob >= values[-1]:
             assert any(x.token == a.token and math.isclose(x.logprob, a.logprob) for x in a.top)
         assert sum(math.exp(v) for v in values) <= 1 + 1e-6
+
+
+def test_the_server_batches_on_every_core(runner) -> None:
+    """Steps of several sequences run on every core (``n_threads_batch``), one-sequence
+    steps on the model's ``n_threads``."""
+    from tether.models.llama_cpp import available_cores, default_threads
+
+    assert runner.model.n_threads_batch == available_cores()
+    assert runner.model.n_threads == default_threads()

@@ -70,7 +70,8 @@ def load_model(spec: Any = None, **options: Any) -> Model:
     * an object that already is a model: returned as is (no options allowed).
 
     ``options`` go to the backend, which checks each: llama.cpp takes ``n_ctx``,
-    ``n_threads``, ``n_gpu_layers``, ``n_batch``, ``n_seq``, ``seed``, ``verbose`` and any
+    ``n_threads``, ``n_threads_batch``, ``n_gpu_layers``, ``n_batch``, ``n_seq``, ``seed``,
+    ``verbose`` and any
     scalar field of llama.cpp's model/context params (`LlamaCppModel`).
 
     Raises:

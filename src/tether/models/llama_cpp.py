@@ -81,14 +81,20 @@ def _init_backend(verbose: bool) -> Any:
     return llama_cpp
 
 
-def default_threads() -> int:
-    """Compute threads: 1 on machines with 2 cores or fewer (two threads stall badly
-    there as soon as anything else runs), else up to 8."""
+def available_cores() -> int:
+    """Cores this process may run on, at most 8 (more gain little on one model)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
-    return 1 if cores <= 2 else min(cores, 8)
+    return max(1, min(cores, 8))
+
+
+def default_threads() -> int:
+    """Compute threads: 1 on machines with 2 cores or fewer (two threads stall badly
+    there as soon as anything else runs), else up to 8."""
+    cores = available_cores()
+    return 1 if cores <= 2 else cores
 
 
 def embedded_model_path() -> Path:
@@ -137,6 +143,7 @@ _EXTRA_OPTIONS: dict[str, tuple[str, IntOption | type]] = {
 LLAMA_OPTIONS = {
     "n_ctx": IntOption(1, 1 << 24, doc="context window in tokens (at most the model's trained one)"),
     "n_threads": N_THREADS,
+    "n_threads_batch": N_THREADS,
     "n_gpu_layers": IntOption(-1, 1 << 30, none_ok=False, doc="layers offloaded to a GPU (-1: all)"),
     "n_batch": IntOption(1, 1 << 16, none_ok=False, doc="most tokens per llama_decode"),
     "n_seq": IntOption(1, 256, none_ok=False, doc="KV-cache slots for logits_batch"),
@@ -151,6 +158,10 @@ class LlamaCppModel:
     Args:
         path: a ``.gguf`` file; None loads the embedded Gemma 3 270M.
         n_threads: compute threads; None = ``default_threads()``.
+        n_threads_batch: compute threads for a ``llama_decode`` of more than one token
+            (prompts, and steps of several sequences at once); None = ``n_threads``.
+            A batched server gains from more threads here while one-token steps stay on
+            ``n_threads``.
         n_ctx: context length in tokens (KV cache size); at most the model's trained
             context. None: 4096, or the trained context if smaller.
         n_gpu_layers: layers offloaded to a GPU when llama.cpp was built with one (-1: all).
@@ -177,6 +188,7 @@ class LlamaCppModel:
         path: str | Path | None = None,
         *,
         n_threads: int | None = None,
+        n_threads_batch: int | None = None,
         n_ctx: int | None = None,
         n_gpu_layers: int = 0,
         n_batch: int = 512,
@@ -187,7 +199,7 @@ class LlamaCppModel:
         **llama_options: Any,
     ) -> None:
         self._model = self._ctx = self._batch = None
-        check_options(dict(n_threads=n_threads, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers,
+        check_options(dict(n_threads=n_threads, n_threads_batch=n_threads_batch, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers,
                            n_batch=n_batch, n_seq=n_seq, seed=seed, verbose=verbose),
                       LLAMA_OPTIONS, "llama.cpp")
         if not 1 <= n_seq <= n_batch:
@@ -224,6 +236,7 @@ class LlamaCppModel:
                 raise ModelError(f"llama.cpp could not load {self.path} (not a supported GGUF model?)")
         self._model = model_ptr
         self.n_threads = n_threads or default_threads()
+        self.n_threads_batch = n_threads_batch or self.n_threads
         self.seed = seed
         self.costs = Costs()
         n_train = int(lib.llama_model_n_ctx_train(self._model))
@@ -242,7 +255,7 @@ class LlamaCppModel:
         # prefix between slots shares its cells instead of duplicating them.
         cparams.kv_unified = True
         cparams.n_threads = self.n_threads
-        cparams.n_threads_batch = self.n_threads
+        cparams.n_threads_batch = self.n_threads_batch
         cparams.no_perf = True
         # Keep the full cache for sliding-window layers (Gemma 3), so that the cache can
         # be cut back to any common prefix instead of being rebuilt from scratch.
@@ -287,7 +300,7 @@ class LlamaCppModel:
 
         tether runs its own llama.cpp context on those weights (its KV-cache slots need
         ``kv_unified`` and ``swa_full``), so the ``Llama`` keeps its own cache and both
-        can be used. ``n_ctx`` and ``n_threads`` default to the ``Llama``'s; the other
+        can be used. ``n_ctx``, ``n_threads`` and ``n_threads_batch`` default to the ``Llama``'s; the other
         options are as for the constructor (``n_gpu_layers`` is the ``Llama``'s: the
         weights are already placed). The ``Llama`` is kept alive by this model.
 
@@ -306,6 +319,7 @@ class LlamaCppModel:
                                      "(its weights are already placed)", argument="n_gpu_layers")
         options.setdefault("n_ctx", int(llama.n_ctx()))
         options.setdefault("n_threads", int(llama.context_params.n_threads))
+        options.setdefault("n_threads_batch", int(llama.context_params.n_threads_batch) or None)
         return cls(None, _llama=llama, **options)
 
     def _set_options(self, mparams: Any, cparams: Any, options: dict[str, Any]) -> None:

@@ -87,6 +87,7 @@ class ServerConfig:
     request_timeout: float = 300.0
     default_max_tokens: int = 512
     n_ctx: int = 8192
+    threads_batch: int | None = None  # llama.cpp threads for multi-token steps; None: every core (up to 8)
     batch: bool = True
     prefix_cache: bool = True  # keep finished requests' KV caches for later prompts (see BatchedLlama)
     served_names: tuple[str, ...] = ()
@@ -164,6 +165,7 @@ class State:
 def load_runner(config: ServerConfig) -> tuple[Runner, str]:
     """Load the model named by ``config.model`` and build its runner."""
     from tether.models import load_model
+    from tether.models.llama_cpp import available_cores
 
     spec = config.model
     options = dict(config.load_options)
@@ -171,6 +173,10 @@ def load_runner(config: ServerConfig) -> tuple[Runner, str]:
         or spec.lower().startswith("gemma")
     if is_llama:
         options.setdefault("n_ctx", config.n_ctx)
+        # a step of several sequences is one llama_decode of several tokens: it runs on
+        # n_threads_batch, so batching uses every core while a lone sequence's one-token
+        # steps stay on n_threads (see default_threads)
+        options.setdefault("n_threads_batch", config.threads_batch or available_cores())
         options.setdefault("n_seq", max(1, min(64, config.parallel * 2, config.limits.max_n * config.parallel)))
     model = load_model(spec or None, **options)
     if getattr(model, "black_box", False):

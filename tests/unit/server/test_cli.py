@@ -16,6 +16,7 @@ from tether.cli import main  # noqa: E402
     ["serve", "--limit", "max_repeat=-1"],
     ["serve", "--parallel", "0"],
     ["serve", "--port", "70000"],
+    ["serve", "--threads-batch", "0"],
 ])
 def test_bad_serve_options_exit_2(args, capsys) -> None:
     assert main(args) == 2
@@ -43,4 +44,6 @@ def test_serve_reads_options(monkeypatch) -> None:
     c = seen["config"]
     assert (c.parallel, c.port, c.api_key, c.limits.compile_seconds, c.limits.max_n) == (3, 9000, "from-env", 2.0, 2)
     assert c.host == "127.0.0.1"
+    assert c.threads_batch is None  # the server picks every core
+    assert main(["serve", "--threads-batch", "2"]) == 0 and seen["config"].threads_batch == 2
     assert main(["serve", "--api-key", "flag"]) == 0 and seen["config"].api_key == "flag"
