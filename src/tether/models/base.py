@@ -266,7 +266,7 @@ class ModelIdioms:
 
     __slots__ = ()
 
-    def __call__(self, prompt: Any, output: Any = None, /, **options: Any) -> Any:
+    def __call__(self, prompt: Any, /, output: Any = None, **options: Any) -> Any:
         return IDIOMS.need_call()(self, prompt, output, **options)
 
     def __add__(self, piece: Any) -> Any:

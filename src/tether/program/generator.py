@@ -134,7 +134,7 @@ class Generator:
 
     __slots__ = ("constraint", "defaults", "model", "output", "spec")
 
-    def __init__(self, model: Any = None, output: Any = None, /, **defaults: Any) -> None:
+    def __init__(self, model: Any = None, output: Any = None, **defaults: Any) -> None:
         _check_names(defaults, "Generator(...)")
         if "stream" in defaults:
             raise ArgumentError("Generator(stream=...)", defaults["stream"], "left out: call gen.stream(prompt)")

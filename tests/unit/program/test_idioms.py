@@ -78,6 +78,12 @@ def test_model_call_is_generate() -> None:
     assert isinstance(out.generation, Generation) and out.generation.tokens == g.tokens
 
 
+def test_model_call_takes_output_by_keyword() -> None:
+    assert ScriptedModel(target="no")("x", output=["yes", "no"]).value == "no"
+    g = Generator(model=ScriptedModel(target="no"), output=["yes", "no"])
+    assert g("x") == "no"
+
+
 def test_model_call_typed_values() -> None:
     model = ScriptedModel(target='{"name":"abc","age":12}')
     out = model("", Person, max_tokens=40)
