@@ -58,6 +58,7 @@ _LAZY: dict[str, str] = {
     "gen": "tether.program",
     "select": "tether.program",
     "ModelState": "tether.program",
+    "Generator": "tether.program",
     "function": "tether.program",
     "system": "tether.program",
     "user": "tether.program",
@@ -85,6 +86,18 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return __all__
+
+
+def _provide_idioms() -> None:
+    """Import the program layer, which registers ``model(prompt, output)`` and
+    ``model + "text"`` (see `tether.models.base.Idioms`)."""
+    importlib.import_module("tether.program")
+
+
+# cheap: tether.models.base imports only tether.errors
+from tether.models.base import IDIOMS as _IDIOMS  # noqa: E402
+
+_IDIOMS.provider = _provide_idioms
 
 
 if TYPE_CHECKING:  # pragma: no cover

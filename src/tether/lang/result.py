@@ -77,6 +77,12 @@ class QueryResult:
     def violations(self) -> list[HoleRecord]:
         return [h for h in self.holes if not h.satisfied]
 
+    def _repr_html_(self) -> str:
+        """The notebook view: the trace with holes highlighted and named (`tether.program.view`)."""
+        from tether.program.view import trace_html
+
+        return trace_html(self.segments, self.holes)
+
     def render(self, color: bool = True) -> str:
         """The trace with holes highlighted (ANSI colour, or [[NAME: value]] without)."""
         out = []

@@ -10,11 +10,11 @@ Two kinds of model (outlines' split):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from tether.errors import ContextLengthError, ModelArgumentError
+from tether.errors import ArgumentError, ContextLengthError, ModelArgumentError, TetherError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -192,3 +192,85 @@ def check_options(options: Mapping[str, Any], known: Mapping[str, IntOption | ty
 # Options every steerable local backend shares (llama.cpp, transformers).
 N_THREADS = IntOption(1, 1024, doc="compute threads")
 SEED = IntOption(0, 2**32 - 1, doc="seed kept for the backend's own sampler")
+
+
+# -- the idioms of the layers above ------------------------------------------------------
+#
+# ``model(prompt, output)`` (Outlines' callable model) and ``model + "text"`` (Guidance's
+# model state) are written by the program layer, which sits above this one. A model class
+# cannot import it, so the program layer registers the two functions here when it is
+# imported (`tether.program.generator`, `tether.program.state`), and the top-level
+# ``tether`` package registers how to import it (``provider``). Every backend class
+# inherits `ModelIdioms`, whose methods look the functions up at call time.
+
+
+class CallIdiom(Protocol):
+    """``model(prompt, output, **options)``: generate and return the typed text."""
+
+    def __call__(self, model: Any, prompt: Any, output: Any, /, **options: Any) -> Any: ...
+
+
+class AddIdiom(Protocol):
+    """``model + piece``: a new model state holding ``piece``."""
+
+    def __call__(self, model: Any, piece: Any, /) -> Any: ...
+
+
+@dataclass
+class Idioms:
+    """The registry of the model idioms (one instance: `IDIOMS`).
+
+    Attributes:
+        call: set by `tether.program.generator` (`CallIdiom`).
+        add: set by `tether.program.state` (`AddIdiom`).
+        provider: set by the ``tether`` package: imports the layer that sets ``call`` and
+            ``add`` (called once, the first time an idiom is used before that layer is
+            loaded).
+    """
+
+    call: CallIdiom | None = None
+    add: AddIdiom | None = None
+    provider: Callable[[], None] | None = None
+
+    def need_call(self) -> CallIdiom:
+        if self.call is None:
+            self._provide()
+        if self.call is None:
+            raise TetherError("model(prompt, output) needs tether's program layer, which did not register it")
+        return self.call
+
+    def need_add(self) -> AddIdiom:
+        if self.add is None:
+            self._provide()
+        if self.add is None:
+            raise TetherError("model + text needs tether's program layer, which did not register it")
+        return self.add
+
+    def _provide(self) -> None:
+        if self.provider is not None:
+            self.provider()
+
+
+IDIOMS = Idioms()
+
+
+class ModelIdioms:
+    """What every backend class inherits: the idioms users bring from other libraries.
+
+    * ``model(prompt, output=None, **options)``: `tether.generate` with the same options;
+      returns the output text as a ``str`` that carries ``.value`` (the typed value) and
+      ``.generation`` (`tether.program.generator.GeneratedText`);
+    * ``model + "text"`` (or ``+ gen(...)``, any piece a model state takes): a new
+      `tether.program.state.ModelState` holding it.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, prompt: Any, /, output: Any = None, **options: Any) -> Any:
+        return IDIOMS.need_call()(self, prompt, output, **options)
+
+    def __add__(self, piece: Any) -> Any:
+        return IDIOMS.need_add()(self, piece)
+
+    def __radd__(self, other: Any) -> Any:
+        raise ArgumentError("... + model", other, "written after the model: model + 'text', not 'text' + model")

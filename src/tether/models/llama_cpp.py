@@ -36,6 +36,7 @@ from tether.models.base import (
     Costs,
     IntOption,
     ModelArgumentError,
+    ModelIdioms,
     check_options,
     check_tokens,
 )
@@ -152,7 +153,7 @@ LLAMA_OPTIONS = {
 }
 
 
-class LlamaCppModel:
+class LlamaCppModel(ModelIdioms):
     """A steerable model backed by llama.cpp; see the module docstring.
 
     Args:

@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from tether.errors import ModelError
-from tether.models.base import Costs, IntOption, ModelArgumentError, check_options
+from tether.models.base import Costs, IntOption, ModelArgumentError, ModelIdioms, check_options
 
 Server = Literal["tether", "vllm", "llama.cpp", "llama-cpp-python", "openai"]
 SERVERS: tuple[str, ...] = get_args(Server)
@@ -115,7 +115,7 @@ def _check_server(server: object) -> Server | None:
     return server  # type: ignore[return-value]
 
 
-class OpenAIModel:
+class OpenAIModel(ModelIdioms):
     """An OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:8000/v1``).
 
     Args:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.models.base import Costs, check_tokens
+from tether.models.base import Costs, ModelIdioms, check_tokens
 from tether.tokens import Vocabulary
 
 DEFAULT_TOKENS = (
@@ -38,7 +38,7 @@ DEFAULT_TOKENS = (
 )
 
 
-class ScriptedModel:
+class ScriptedModel(ModelIdioms):
     """Deterministic logits over ``tokens`` (strings or bytes; ``<bos>``/``<eos>`` special)."""
 
     def __init__(

@@ -36,6 +36,7 @@ from tether.models.base import (
     Costs,
     IntOption,
     ModelArgumentError,
+    ModelIdioms,
     check_options,
     check_tokens,
 )
@@ -48,7 +49,7 @@ def _say(msg: str) -> None:
         print(f"tether: {msg}", file=sys.stderr, flush=True)
 
 
-class TransformersModel:
+class TransformersModel(ModelIdioms):
     """A steerable transformers model; see the module docstring.
 
     Args:

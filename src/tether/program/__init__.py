@@ -3,8 +3,9 @@
 Code map: ``outputs.py`` (what ``output=`` may be → grammar + value parser) →
 ``chat.py`` (chat templates) → ``generate.py`` (`generate`, `Generation`, `Stream`) →
 ``compose.py`` (`gen`, `select`, ``+``, chat turns, captures) → ``state.py`` (Guidance-style
-`ModelState`: ``lm += gen(...)``, ``with user():``, `function`) → ``remote.py`` (black-box
-HTTP models).
+`ModelState`: ``lm += gen(...)``, ``with user():``, `function`) → ``generator.py``
+(Outlines-style ``model(prompt, output)`` and `Generator`) → ``view.py`` (the notebook
+view, ``_repr_html_``) → ``remote.py`` (black-box HTTP models).
 """
 
 from tether.grammar.json_schema import NumberBounds
@@ -19,11 +20,14 @@ from tether.program.compose import (
     user,
 )
 from tether.program.generate import Generation, Stream, generate
+from tether.program.generator import GeneratedText, Generator
 from tether.program.outputs import Regex, output_spec, regex
 from tether.program.state import ModelState, function
 
 __all__ = [
+    "GeneratedText",
     "Generation",
+    "Generator",
     "ModelState",
     "NumberBounds",
     "Program",

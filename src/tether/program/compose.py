@@ -64,6 +64,7 @@ from tether.program.outputs import (
     triggered_spec,
 )
 from tether.program.remote import fill_hole as remote_hole
+from tether.program.view import HoleInfo, generation_hole
 
 
 class Piece:
@@ -287,10 +288,12 @@ def _check_no_roles(body: Program, outer: str) -> None:
 
 @dataclass(frozen=True)
 class Chunk:
-    """Text a program wrote, and the turn it belongs to (None: outside any turn)."""
+    """Text a program wrote, and the turn it belongs to (None: outside any turn); a hole's
+    text carries what the notebook view shows of it (`tether.program.view`)."""
 
     text: str
     scope: Scope | None = None
+    hole: HoleInfo | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -453,7 +456,7 @@ def _with_hole(tr: Transcript, piece: Gen | Select, g: Generation, scope: Scope 
         elif not piece.list_append:
             errors.pop(piece.name, None)  # the error was about the value this one replaces
     costs = _add_costs(tr.costs, spent)
-    chunks = tr.chunks + (Chunk(g.text, scope),) if g.text else tr.chunks
+    chunks = tr.chunks + (Chunk(g.text, scope, generation_hole(g, piece.name)),) if g.text else tr.chunks
     return Transcript(chunks, captures, errors, costs, tr.holes + 1, tr.chat or scope is not None)
 
 

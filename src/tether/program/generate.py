@@ -87,6 +87,12 @@ class Generation:
     def __str__(self) -> str:
         return self.text
 
+    def _repr_html_(self) -> str:
+        """The notebook view: the prompt, then the output highlighted (`tether.program.view`)."""
+        from tether.program.view import generation_html
+
+        return generation_html(self)
+
 
 def resolve_decoder(decoder: str | Decoder, *, n: int, temperature: float | None, top_k: int,
                     top_p: float, min_p: float, seed: int | None) -> Decoder:

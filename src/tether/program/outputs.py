@@ -11,6 +11,7 @@ Pydantic model class      its JSON Schema                     validated model in
 Python type (``int``,     its JSON Schema (pydantic's         validated value
 ``list[str]``, Literal…)  ``TypeAdapter``)
 ``Grammar``               the grammar                         the text
+``OutputSpec``            itself (lowered once, kept)         as it says
 ========================  ==================================  =========================
 """
 
@@ -225,7 +226,10 @@ def _typed_spec(output: Any, options: OutputOptions) -> OutputSpec | None:
 
 def output_spec(output: Any, options: OutputOptions = DEFAULT_OPTIONS) -> OutputSpec:
     """Lower ``output`` (see the module table; schema outputs compiled with ``options``).
-    Raises ConstraintError for other objects."""
+    Raises ConstraintError for other objects. An `OutputSpec` (already lowered: what a
+    `tether.program.generator.Generator` keeps) is returned as it is."""
+    if isinstance(output, OutputSpec):
+        return output
     if output is None:
         return OutputSpec("text", None, lambda s: s)
     if isinstance(output, Regex):

@@ -24,6 +24,10 @@ turn stays open while the block is, and ``str(lm)`` shows it closed once the blo
 Stateful functions: `function` makes a Python function ``f(lm, *args)`` that appends to
 ``lm`` and returns the result into a piece, ``lm += f(args)``; it can also sit inside a
 `Program`.
+
+``model + "text"`` on a model itself is ``ModelState(model) + "text"`` (`add_to_model`,
+registered in `tether.models.base.IDIOMS`). In a notebook a state shows as HTML, its
+holes highlighted and named (`state_spans` → `tether.program.view`).
 """
 
 from __future__ import annotations
@@ -31,16 +35,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tether.decoding.decoders import ArgumentError
+from tether.errors import TetherError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
-from tether.models.base import Costs
+from tether.models.base import IDIOMS, Costs
 from tether.program.arguments import check_limits_arg
 from tether.program.compose import (
     ACTIVE_BLOCK,
+    Chunk,
     Deferred,
     RoleBlock,
     RunOptions,
@@ -51,6 +57,7 @@ from tether.program.compose import (
     check_run_options,
     write,
 )
+from tether.program.view import Span, render_html
 
 
 class ModelState:
@@ -179,10 +186,89 @@ class ModelState:
         """What the appends since the first state cost on the model."""
         return self._tr.costs.snapshot()
 
+    def _repr_html_(self) -> str:
+        """The notebook view: the text with the holes highlighted and named, the chat
+        template's markup dimmed (`tether.program.view`)."""
+        with limits_in_force(self._limits) if self._limits is not None else nullcontext():
+            return render_html(state_spans(self.model, self._tr, self._options, self._open_turn()))
+
     def __repr__(self) -> str:
         text = self._tr.plain_text()
         shown = text if len(text) <= 60 else text[:28] + "…" + text[-28:]
         return f"ModelState({getattr(self.model, 'name', 'model')!r}, {shown!r}, captures={sorted(self._tr.captures)})"
+
+
+def state_spans(model: Any, tr: Transcript, options: RunOptions, open_turn: Scope | None) -> list[Span]:
+    """The state's text as view spans: its chunks (holes with their `HoleInfo`) and,
+    with turns, the chat template's markup between them.
+
+    The markup is found by rendering the conversation with a placeholder for each turn's
+    content. Each turn's content is then matched in the text ``str(lm)`` shows, as
+    written or with its leading and/or trailing whitespace removed (templates trim it);
+    if the text is not exactly markup and contents in turn, the view is the text alone."""
+    chunks = [Span(c.text, "hole", c.hole) if c.hole is not None else Span(c.text) for c in tr.chunks]
+    if not tr.chat and open_turn is None:
+        return chunks
+    text = tr.render(model, options, open_turn=open_turn)
+    # one message per run of chunks of one turn, as Transcript.render groups them
+    groups: list[tuple[Scope | None, list[Span]]] = []
+    for c, span in zip(tr.chunks, chunks, strict=True):
+        if groups and groups[-1][0] == c.scope:
+            groups[-1][1].append(span)
+        else:
+            groups.append((c.scope, [span]))
+    groups = [(s, g) for s, g in groups if s is not None or "".join(x.text for x in g).strip()]
+    marks = [f"\ue000{i}\ue001" for i in range(len(groups))]
+    skeleton = Transcript(tuple(Chunk(m, s) for m, (s, _) in zip(marks, groups, strict=True)), chat=True)
+    last = skeleton.chunks[-1].scope if skeleton.chunks else None
+    try:
+        frame = skeleton.render(model, options, open_turn=open_turn if last == open_turn else None)
+    except TetherError:
+        return [Span(text)]
+    markups: list[str] = []
+    for m in marks:
+        before, found, frame = frame.partition(m)
+        if not found:
+            return [Span(text)]
+        markups.append(before)
+    markups.append(frame)
+    spans: list[Span] = []
+    pos = 0
+    for k, (_, group) in enumerate(groups):
+        if not text.startswith(markups[k], pos):
+            return [Span(text)]
+        spans.append(Span(markups[k], "markup"))
+        pos += len(markups[k])
+        content = "".join(x.text for x in group)
+        for a, b in _trims(content):
+            after = pos + b - a
+            if text.startswith(content[a:b], pos) and (
+                    text.startswith(markups[k + 1], after) if k + 1 < len(groups) else text[after:] == markups[-1]):
+                spans.extend(_cut(group, a, b))
+                pos = after
+                break
+        else:
+            return [Span(text)]
+    spans.append(Span(markups[-1], "markup"))
+    return [s for s in spans if s.text]
+
+
+def _trims(content: str) -> list[tuple[int, int]]:
+    """``content[a:b]`` as written, without its trailing, leading, or both whitespaces."""
+    a = len(content) - len(content.lstrip())
+    b = len(content.rstrip())
+    return [(0, len(content)), (0, b), (a, len(content)), (a, max(a, b))]
+
+
+def _cut(group: list[Span], a: int, b: int) -> list[Span]:
+    """The spans covering characters ``[a, b)`` of their joined text."""
+    out, pos = [], 0
+    for span in group:
+        lo, hi = max(a - pos, 0), min(b - pos, len(span.text))
+        if lo < hi:
+            out.append(replace(span, text=span.text[lo:hi]))
+        pos += len(span.text)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -231,3 +317,12 @@ def function(fn: Callable[..., Any]) -> Callable[..., Call]:
         return Call(fn, args, tuple(kwargs.items()))
 
     return make
+
+
+def add_to_model(model: Any, piece: Any) -> ModelState:
+    """``model + piece``: a fresh `ModelState` on ``model`` (default options) with
+    ``piece`` written (registered as the models layer's add idiom)."""
+    return ModelState(model) + piece
+
+
+IDIOMS.add = add_to_model
