@@ -31,6 +31,7 @@ from tether.errors import LimitError, SchemaError, limited
 from tether.limits import Limits, check_deadline
 
 TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
+_TYPE_NAMES = frozenset(TYPES)
 
 # An integer of more digits than this is refused anywhere in a schema: Python will not
 # print one above 4,300 digits, and no bound or value needs so many.
@@ -126,8 +127,11 @@ def _schema_map(kw: str, v: Any, q: str) -> Next:
         raise SchemaError(f"'{kw}' must be an object (name → schema), got {_show(v)}", _str(q))
     out: Next = []
     for name, sub in v.items():
-        _key(name, q)
-        out += _schema(kw, sub, _ptr(q, name), 2)
+        if type(name) is not str or not name.isascii():
+            _key(name, q)
+        if type(sub) is not dict and not isinstance(sub, (dict, bool)):
+            raise SchemaError(f"a schema must be an object or a boolean, got {_show(sub)}", _str(_ptr(q, name)))
+        out.append((sub, (q, name), 2, True))
     return out
 
 
@@ -379,6 +383,8 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
                     if type(kw) is not str or not kw.isascii():
                         _key(kw, p)
                     kind = KEYWORDS.get(kw)
+                    if kind is _type and type(x) is str and x in _TYPE_NAMES:
+                        continue  # the most common keyword, checked here
                     if kind is None and type(x) is str and depth < max_depth:
                         # an annotation ("description", "title", ...): checked here
                         if not x.isascii():
@@ -392,7 +398,8 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
                     if kw in _ALTERNATIVES and isinstance(x, list) and len(x) > max_alts:
                         raise LimitError("max_alternatives", len(x), max_alts, _str(q))
                     todo += kind(kw, x, q)
-                stack.extend((x, q, depth + levels, sch) for x, q, levels, sch in reversed(todo))
+                for x, q, levels, sch in reversed(todo):
+                    stack.append((x, q, depth + levels, sch))
         else:
             raise SchemaError(f"{_show(v)} is not a JSON value ({type(v).__name__})", _str(p))
         if size > max_chars:

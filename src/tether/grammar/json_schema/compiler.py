@@ -1573,7 +1573,7 @@ class _Compiler:
         # required properties beyond max_p make the object impossible
         if max_p is not None and sum(1 for s in slots if s[2]) > max_p:
             return None
-        return _trampoline(S, (0, 0, 0))
+        return _trampoline(S, (0, 0, 0), names)
 
     def _object_any_order(self, slots, extras, min_p, max_p, depth, deps=None, tracked=None):  # type: ignore[no-untyped-def]
         """Named properties in any order, each at most once; extras anywhere.
@@ -1636,13 +1636,15 @@ class _Compiler:
                 self._too_many_rules()
             return ref
 
-        return _trampoline(S, (0, 0)).name
+        return _trampoline(S, (0, 0), names).name
 
 
-def _trampoline(fn: Callable[..., Generator], args: tuple) -> Any:  # type: ignore[type-arg]
+def _trampoline(fn: Callable[..., Generator], args: tuple, memo: dict | None = None) -> Any:  # type: ignore[type-arg]
     """``fn(*args)`` for a recursive generator function, without Python recursion: a call
     ``child = yield child_args`` stands for ``child = fn(*child_args)``, and the
-    generator's return value is the result. Calls run in the order recursion would."""
+    generator's return value is the result. Calls run in the order recursion would.
+    ``memo`` (child_args -> result, which ``fn`` fills as it starts) answers a call met
+    before without starting a generator."""
     stack = [fn(*args)]
     value: Any = None
     steps = 0
@@ -1656,6 +1658,10 @@ def _trampoline(fn: Callable[..., Generator], args: tuple) -> Any:  # type: igno
         steps += 1
         if not steps & 1023:
             check_deadline()
+        if memo is not None:
+            value = memo.get(request)
+            if value is not None:
+                continue
         stack.append(fn(*request))
         value = None
     return value
