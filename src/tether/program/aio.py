@@ -11,6 +11,8 @@ synchronous call (`generate`, a query run) on the model's own worker thread
 (`run_on_model`), so the event loop never waits on the model and calls on one model are
 queued, first come first served, one at a time. Calls on different models run in
 parallel. The caller's context (the active `tether.limits.Limits`) goes with the call.
+The queue holds async calls only: a synchronous call made at the same time on the same
+model from another thread is not queued with them.
 
 Cancellation: a call still waiting in its model's queue is dropped; a running one cannot
 be interrupted inside a decoding step, so a cancelled ``agenerate`` finishes in the

@@ -24,7 +24,7 @@ import codecs
 import sys
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -252,7 +252,7 @@ class Stream:
         """The limits the call runs under (None: the ones in force)."""
         return self._limits
 
-    def _read(self) -> Iterator[str]:
+    def _read(self) -> Generator[str, None, None]:
         for chunk in self._source:
             self._seen.append(chunk)
             yield chunk

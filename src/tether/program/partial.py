@@ -67,7 +67,7 @@ _VALUE, _ARRAY_FIRST, _OBJECT_FIRST, _KEY, _COLON, _AFTER, _STRING, _NUMBER, _LI
 
 _WS = frozenset(" \t\n\r")
 _NUMBER_CHARS = frozenset("0123456789+-.eE")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _PLAIN = re.compile(r'[^"\\\x00-\x1f]+')
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _LITERALS: dict[str, tuple[str, Any]] = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
@@ -329,7 +329,7 @@ class PartialJson:
 
     def _end_number(self, text: str, i: int) -> None:
         s = "".join(self._buf)
-        if _NUMBER.fullmatch(s) is None:
+        if _NUMBER_RE.fullmatch(s) is None:
             raise self._fail(f"an invalid number {s[:40]!r}", text, i)
         try:
             value: Any = int(s) if s.lstrip("-").isdigit() else float(s)
