@@ -53,6 +53,7 @@ from tether.program.outputs import (
     output_spec,
     triggered_spec,
 )
+from tether.program.partial import Partials
 
 
 @dataclass
@@ -266,9 +267,8 @@ class Stream:
     def close(self) -> None:
         """Stop decoding here (the model is left ready for the next call); idempotent."""
         self._chunks.close()
-        close = getattr(self._source, "close", None)
-        if close is not None:
-            close()
+        if isinstance(self._source, Generator):
+            self._source.close()
 
     def text(self) -> str:
         """Consume the rest and return the whole text."""
@@ -303,8 +303,6 @@ class Stream:
         Raises PartialJsonError if a JSON output's text stops being JSON (the output
         broke its constraint), LimitError past ``Limits.max_json_depth``.
         """
-        from tether.program.partial import Partials
-
         with limits_in_force(self._limits) if self._limits is not None else nullcontext():
             reader = Partials(self._spec)
         shown = False
