@@ -296,3 +296,19 @@ def test_query_arun_checks_its_arguments() -> None:
         asyncio.run(q.arun(model=ScriptedModel(), limits="none"))
     with pytest.raises(ArgumentError):
         asyncio.run(tether.arun_query('"A:[N: int]"', model=ScriptedModel(), limits=3))
+
+
+def test_any_call_joins_the_models_queue() -> None:
+    from tether.program import gen
+    from tether.program.aio import run_on_model
+
+    m = Watched(target="Name: Alice", pause=0.001)
+    program = "Name: " + gen("name", regex=r"[A-Z][a-z]+")
+    want = program.run(m)
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(run_on_model(m, program.run, m), agenerate(m, "Name:", max_tokens=4),
+                                    run_on_model(m, program.run, m))
+
+    a, _, b = asyncio.run(main())
+    assert a.captures == b.captures == want.captures == {"name": "Alice"} and m.most_inside == 1
