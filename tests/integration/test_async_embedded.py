@@ -57,7 +57,15 @@ def is_prefix(p: Any, v: Any) -> bool:
     return p == v
 
 
+# llama.cpp's logits depend slightly on how a prompt's tokens were batched (all of them on
+# an empty cache, or after a cached prefix), which can flip a near-tie in greedy decoding:
+# "The capital of France is" run twice in a row on one model differs at token 16. So each
+# reference below is made after the same kind of cache history as the call it is compared
+# with.
+
+
 def test_three_concurrent_calls_equal_the_sequential_greedy_ones(model) -> None:
+    generate(model, PROMPTS[-1], max_tokens=24)  # the cache history both rounds start from
     want = [generate(model, p, max_tokens=24) for p in PROMPTS]
 
     async def main() -> list[Any]:
@@ -91,7 +99,8 @@ def test_the_event_loop_keeps_ticking_while_the_model_generates(model) -> None:
 
 
 def test_a_cancelled_call_leaves_the_model_whole(model) -> None:
-    want = generate(model, PROMPTS[0], max_tokens=16)
+    generate(model, PROMPTS[2], max_tokens=4)  # another prompt cached: only BOS is shared
+    want = generate(model, PROMPTS[0], max_tokens=24)
 
     async def main() -> tuple[Any, Any]:
         stream = await tether.agenerate(model, PROMPTS[1], max_tokens=64, stream=True)  # running
@@ -103,7 +112,7 @@ def test_a_cancelled_call_leaves_the_model_whole(model) -> None:
         queued.cancel()  # dropped from the queue, or (if it started) finished in the background
         with pytest.raises(asyncio.CancelledError):
             await queued
-        return await tether.agenerate(model, PROMPTS[0], max_tokens=16), stream
+        return await tether.agenerate(model, PROMPTS[0], max_tokens=24), stream
 
     after, stream = asyncio.run(main())
     assert after.tokens == want.tokens and after.text == want.text
@@ -111,6 +120,7 @@ def test_a_cancelled_call_leaves_the_model_whole(model) -> None:
 
 
 def test_cancel_mid_stream_then_the_same_prompt_again(model) -> None:
+    generate(model, PROMPTS[1], max_tokens=3)  # the same prompt cached, as after the cancelled stream
     want = generate(model, PROMPTS[1], max_tokens=30)
 
     async def main() -> Any:

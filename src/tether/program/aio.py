@@ -98,10 +98,8 @@ async def agenerate(model: Any, prompt: Any, output: Any = None, **options: Any)
     with ``async for``.
 
     Calls on one model are queued and run one at a time on the model's own thread
-    (see the module docstring for cancellation).
-
-    Raises:
-        Whatever `tether.generate` raises for the same arguments.
+    (see the module docstring for cancellation). It raises what `tether.generate`
+    raises for the same arguments.
     """
     active = check_limits_arg(options.get("limits"))
     model = await resolve_model(model, active)
