@@ -317,3 +317,24 @@ def test_any_call_joins_the_models_queue() -> None:
 
     a, _, b = asyncio.run(main())
     assert a.captures == b.captures == want.captures == {"name": "Alice"} and m.most_inside == 1
+
+
+def test_http_model_streams_partials_sync_and_async() -> None:
+    import httpx
+
+    from tether.models.openai_http import OpenAIModel
+
+    pieces = ['{"na', 'me":"Al', 'ice","age":3', "1}"]
+    sse = "".join(f"data: {json.dumps({'choices': [{'text': p}]})}\n\n" for p in pieces) + "data: [DONE]\n\n"
+    m = OpenAIModel("http://srv/v1", server="vllm",
+                    transport=httpx.MockTransport(lambda r: httpx.Response(200, content=sse.encode())))
+    s = generate(m, "p", PERSON, stream=True)
+    parts = list(s.partials())
+    assert parts == [{}, {"name": "Al"}, {"name": "Alice"}, {"name": "Alice", "age": 31}]
+    assert s.result().value == parts[-1]
+
+    async def main() -> list[Any]:
+        s = await agenerate(m, "p", PERSON, stream=True)
+        return [p async for p in s.partials()]
+
+    assert asyncio.run(main()) == parts
