@@ -4,7 +4,7 @@
 at any point) and gives the value decoded so far:
 
 * an object is the dict of the members read so far; a member appears once its value
-  starts: a string value as the part read so far (``{"name": "Al``→ ``{"name": "Al"}``),
+  starts: a string value as the part read so far (``{"name": "Al`` → ``{"name": "Al"}``),
   an object or array value as the partial container (``{"a": [1`` → ``{"a": []}``);
   a key still being read is not shown;
 * an array is the list of the items read so far (the item in progress included, as above);
