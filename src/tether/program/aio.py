@@ -68,12 +68,32 @@ def model_executor(model: Any) -> ThreadPoolExecutor:
         return ex
 
 
+class _Worker(threading.local):
+    executor: ThreadPoolExecutor | None = None  # the model executor this thread works for
+
+
+_WORKER = _Worker()
+
+
 async def run_on_model(model: Any, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` on ``model``'s worker thread, in a copy of the caller's
-    context; queued behind the calls already made on that model."""
+    context; queued behind the calls already made on that model.
+
+    Called from a job already running on that model's thread (a query whose Python code
+    awaits another call on its model), ``fn`` runs at once in that job: queued, it would
+    wait for the job that waits for it.
+    """
+    ex = model_executor(model)
+    if _WORKER.executor is ex:
+        return fn(*args, **kwargs)
     ctx = contextvars.copy_context()
-    future = model_executor(model).submit(ctx.run, functools.partial(fn, *args, **kwargs))
-    return await asyncio.wrap_future(future)
+    call = functools.partial(ctx.run, fn, *args, **kwargs)
+
+    def job() -> T:
+        _WORKER.executor = ex
+        return call()
+
+    return await asyncio.wrap_future(ex.submit(job))
 
 
 async def resolve_model(model: Any, limits: Limits | None) -> Any:

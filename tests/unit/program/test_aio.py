@@ -338,3 +338,20 @@ def test_http_model_streams_partials_sync_and_async() -> None:
         return [p async for p in s.partials()]
 
     assert asyncio.run(main()) == parts
+
+
+def test_a_call_made_from_the_models_own_thread_runs_at_once() -> None:
+    from tether.program.aio import run_on_model
+
+    m = ScriptedModel(target="x the url")
+    want = generate(m, "x", max_tokens=4).text
+
+    def job_that_awaits_the_same_model() -> str:
+        # what a query's Python code does when it awaits a call on its own model; queued
+        # behind this job, the inner call would wait forever (bounded here: a timeout)
+        async def inner() -> Any:
+            return await asyncio.wait_for(agenerate(m, "x", max_tokens=4), 30)
+
+        return asyncio.run(inner()).text
+
+    assert asyncio.run(run_on_model(m, job_that_awaits_the_same_model)) == want
