@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 # the pages whose examples are tested (the pages written with the site)
 PAGES = ["index.md", "getting-started.md", "tour.md", "grammars.md", "decoding.md", "cli.md", "migrating.md",
-         "outlines-style.md"]
+         "outlines-style.md",
+         "streaming.md"]
 
 _BLOCK = re.compile(r"^<!-- run(?P<model>: model)? -->\n```python\n(?P<code>.*?)^```$", re.M | re.S)
 

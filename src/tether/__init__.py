@@ -54,6 +54,9 @@ _LAZY: dict[str, str] = {
     "Beam": "tether.decoding",
     # program
     "generate": "tether.program",
+    "agenerate": "tether.program.aio",
+    "AsyncStream": "tether.program.aio",
+    "Stream": "tether.program",
     "Generation": "tether.program",
     "gen": "tether.program",
     "select": "tether.program",
@@ -66,6 +69,7 @@ _LAZY: dict[str, str] = {
     # lang
     "query": "tether.lang",
     "run_query": "tether.lang",
+    "arun_query": "tether.lang.query",
     "load_query": "tether.lang",
     "Query": "tether.lang",
     "QueryResult": "tether.lang",

@@ -26,6 +26,7 @@ only (the server never executes query text from a request). ``limits=`` on ``run
 from __future__ import annotations
 
 import ast
+import asyncio
 import inspect
 import linecache
 import sys
@@ -51,7 +52,7 @@ from tether.lang.syntax import (
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 
-__all__ = ["ModelSpec", "Query", "load_query", "query", "run_query"]
+__all__ = ["ModelSpec", "Query", "arun_query", "load_query", "query", "run_query"]
 
 _TEXT_COUNTER = 0
 
@@ -182,9 +183,32 @@ class Query:
         with limits_in_force(limits) if limits is not None else nullcontext():
             return self._run(args, model, decoder, input_fn, max_tokens, seed, chat_roles, kwargs)
 
-    def _run(self, args: tuple[Any, ...], model: Any, decoder: DecoderSpec | str | None,
-             input_fn: Callable[[str], str] | None, max_tokens: int | None, seed: int | None,
-             chat_roles: dict[str, str] | None, kwargs: dict[str, Any]) -> Any:
+    async def arun(self, *args: Any, model: Any = None, decoder: DecoderSpec | str | None = None,
+                   input_fn: Callable[[str], str] | None = None, max_tokens: int | None = None,
+                   seed: int | None = None, chat_roles: dict[str, str] | None = None,
+                   limits: Limits | None = None, **kwargs: Any) -> Any:
+        """`run` without blocking the event loop: the same arguments and result.
+
+        The query runs on its model's worker thread (`tether.program.aio`), queued behind
+        the other async calls on that model; ``input_fn`` is called on that thread.
+        """
+        from tether.program.aio import run_on_model  # noqa: PLC0415
+
+        if limits is not None and not isinstance(limits, Limits):
+            raise ArgumentError("limits", limits, "None or a tether.limits.Limits")
+
+        def resolve() -> Any:
+            with limits_in_force(limits) if limits is not None else nullcontext():
+                return self._model(args, model, kwargs)
+
+        m = await asyncio.to_thread(resolve)
+        return await run_on_model(m, self.run, *args, model=m, decoder=decoder, input_fn=input_fn,
+                                  max_tokens=max_tokens, seed=seed, chat_roles=chat_roles, limits=limits,
+                                  **kwargs)
+
+    def _model(self, args: tuple[Any, ...], model: Any, kwargs: dict[str, Any]) -> Any:
+        """The model a run uses: given, the query's, the running query's, the ``from``
+        clause's, else the embedded model."""
         active = ACTIVE.get()
         m = model or self.model or (active.model if active is not None else None)
         from_clause = self.qast.model
@@ -204,7 +228,12 @@ class Query:
             else:
                 raise ModelError(f"the from clause at line {line} of {self.qast.filename} gave "
                                  f"{type(v).__name__}, not a model name, lmql.model(...) or a model")
-        m = resolve_model(m, from_clause)
+        return resolve_model(m, from_clause)
+
+    def _run(self, args: tuple[Any, ...], model: Any, decoder: DecoderSpec | str | None,
+             input_fn: Callable[[str], str] | None, max_tokens: int | None, seed: int | None,
+             chat_roles: dict[str, str] | None, kwargs: dict[str, Any]) -> Any:
+        m = self._model(args, model, kwargs)
         dec = _decoder(decoder, {}) or self.decoder or DecoderSpec("argmax", {})
         rt = Runtime(m, dec, input_fn=input_fn, max_tokens=max_tokens, seed=seed, chat_roles=chat_roles)
         bound = self.bind_args(args, kwargs)
@@ -261,6 +290,22 @@ def run_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) 
     with limits_in_force(lim) if lim is not None else nullcontext():
         q = load_query(source, params=list(kwargs))
         return q.run(*args, model=model, **run_opts, **kwargs)
+
+
+async def arun_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) -> Any:
+    """`run_query` without blocking the event loop (parsing and the run happen on worker
+    threads; the run is queued on its model as `Query.arun`)."""
+    run_opts = {k: kwargs.pop(k) for k in ("decoder", "input_fn", "max_tokens", "seed", "chat_roles") if k in kwargs}
+    lim = kwargs.pop("limits", None)
+    if lim is not None and not isinstance(lim, Limits):
+        raise ArgumentError("limits", lim, "None or a tether.limits.Limits")
+
+    def load() -> Query:
+        with limits_in_force(lim) if lim is not None else nullcontext():
+            return load_query(source, params=list(kwargs))
+
+    q = await asyncio.to_thread(load)
+    return await q.arun(*args, model=model, limits=lim, **run_opts, **kwargs)
 
 
 _MARKERS = ("lmql", "tether", "query")

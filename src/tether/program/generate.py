@@ -24,7 +24,7 @@ import codecs
 import sys
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +40,7 @@ from tether.decoding.decoders import (
 )
 from tether.decoding.logits import model_call
 from tether.decoding.tokenize import tokens_for_bytes
+from tether.errors import ModelError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 from tether.models.base import Costs
@@ -52,6 +53,7 @@ from tether.program.outputs import (
     output_spec,
     triggered_spec,
 )
+from tether.program.partial import Partials
 
 
 @dataclass
@@ -225,11 +227,42 @@ def to_generation(model: Any, d: Decoded, spec: OutputSpec, costs: Costs, prompt
 
 
 class Stream:
-    """Iterator of text chunks of a generation; ``generation`` holds the result once done."""
+    """A generation streamed as it is decoded (``generate(..., stream=True)``).
 
-    def __init__(self, chunks: Iterator[str]) -> None:
-        self._chunks = chunks
+    Iterate it for the text chunks; `partials` gives the typed value as it grows;
+    `result` (or ``generation`` once the chunks are consumed) gives the final
+    `Generation`. The three share one pass over the decoding: `partials` and `result`
+    read what iteration has not read yet (partials start from the whole text so far).
+
+        s = generate(model, prompt, Character, stream=True)
+        for value in s.partials():
+            print(value)                 # {}, {'name': ''}, {'name': 'Al'}, ...
+        s.result().value                 # Character(name='Al', ...)
+    """
+
+    def __init__(self, chunks: Iterator[str], *, spec: OutputSpec | None = None,
+                 limits: Limits | None = None) -> None:
+        self._source = chunks
+        self._chunks = self._read()
+        self._seen: list[str] = []  # every chunk read so far
+        self._spec = spec
+        self._limits = limits
         self.generation: Generation | None = None
+
+    @property
+    def spec(self) -> OutputSpec | None:
+        """The lowered output (None: not known, read as free text)."""
+        return self._spec
+
+    @property
+    def limits(self) -> Limits | None:
+        """The limits the call runs under (None: the ones in force)."""
+        return self._limits
+
+    def _read(self) -> Generator[str, None, None]:
+        for chunk in self._source:
+            self._seen.append(chunk)
+            yield chunk
 
     def __iter__(self) -> Iterator[str]:
         return self._chunks
@@ -237,9 +270,59 @@ class Stream:
     def __next__(self) -> str:
         return next(self._chunks)
 
+    def close(self) -> None:
+        """Stop decoding here (the model is left ready for the next call); idempotent."""
+        self._chunks.close()
+        if isinstance(self._source, Generator):
+            self._source.close()
+
     def text(self) -> str:
         """Consume the rest and return the whole text."""
-        return "".join(self._chunks) if self.generation is None else self.generation.text
+        for _ in self._chunks:
+            pass
+        return self.generation.text if self.generation is not None else "".join(self._seen)
+
+    def result(self) -> Generation:
+        """Consume the rest and return the final `Generation`.
+
+        Raises ModelError if the stream ended without one (it was closed early)."""
+        for _ in self._chunks:
+            pass
+        if self.generation is None:
+            raise ModelError("the stream ended without a result (it was closed before the output was complete)")
+        return self.generation
+
+    def partials(self) -> Iterator[Any]:
+        """The value as it grows, one partial value per change (`tether.program.partial`).
+
+        JSON outputs (a JSON Schema, a Pydantic model, a Python type) give the JSON value
+        decoded so far: an object is the dict of its members so far, the string in
+        progress included as the part written so far; an array the list of its items so
+        far; a number once it is complete. Pydantic models and Python types give these
+        plain dicts and lists (`result` holds the validated value). Text, regex, choices
+        and grammar outputs give the text so far; a triggered output (``after=``) the
+        partials of its constrained part, once the trigger has appeared. When the output
+        is complete, the last partial equals ``json.loads(result().text)`` (JSON outputs)
+        or ``result().value`` (the others). Completed members are shared between
+        successive partials: treat them as read-only.
+
+        Raises PartialJsonError if a JSON output's text stops being JSON (the output
+        broke its constraint), LimitError past ``Limits.max_json_depth``.
+        """
+        with limits_in_force(self._limits) if self._limits is not None else nullcontext():
+            reader = Partials(self._spec)
+        shown = False
+        for chunk in list(self._seen):
+            reader.feed(chunk)
+        if reader.has_value:
+            shown = True
+            yield reader.value
+        for chunk in self._chunks:
+            if reader.feed(chunk) and reader.has_value:
+                shown = True
+                yield reader.value
+        if (reader.finish() or not shown) and reader.has_value:
+            yield reader.value
 
 
 def generate(
@@ -421,5 +504,5 @@ def _stream(model: Any, pp: PreparedPrompt, spec: OutputSpec, cc: Any, dec: Deco
         if last is not None:
             stream_obj.generation = to_generation(model, last, spec, model.costs.snapshot() - before, pp.text)
 
-    stream_obj = Stream(chunks())
+    stream_obj = Stream(chunks(), spec=spec, limits=active)
     return stream_obj

@@ -337,5 +337,5 @@ def _stream_remote(model: Any, prompt: Any, spec: OutputSpec, decoder: Decoder, 
         s.generation = Generation(text=text, value=value, costs=model.costs.snapshot() - before, error=error,
                                   prompt=prompt if isinstance(prompt, str) else "")
 
-    s = Stream(chunks())
+    s = Stream(chunks(), spec=spec)
     return s
