@@ -10,7 +10,9 @@ lowering errors can point at the text.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass, field
+from typing import Any
 
 from tether.regex import charset
 
@@ -123,6 +125,9 @@ class Ref(Node):
     name: str
     pos: int = field(default=-1, compare=False)
 
+
+# a reader step: a generator driven by ``bounds.run`` (nesting costs heap, not stack)
+Gen = Generator[Any, Any, Node]
 
 EPS = Seq(())
 

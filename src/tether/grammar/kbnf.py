@@ -23,15 +23,13 @@ byte-level Earley parser would also try their shorter matches, which a lexer can
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
-from typing import Any
 
 from tether.errors import GrammarError, LimitError
 from tether.grammar import bounds
-from tether.grammar.ast import Node, Ref, Rep, Rx, SetOp, alt, refs, seq
+from tether.grammar.ast import Gen, Node, Ref, Rep, Rx, SetOp, alt, refs, seq
 from tether.grammar.gbnf import ast_reachable
 from tether.grammar.ir import Grammar
-from tether.grammar.lark import check_regex
+from tether.grammar.lark.regex_checks import check_regex
 from tether.grammar.lower import Lowering
 from tether.grammar.simplify import did_you_mean, simplify
 
@@ -49,7 +47,6 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
-Gen = Generator[Any, Any, Node]
 _ESC = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0"}
 
 
