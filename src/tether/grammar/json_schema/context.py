@@ -115,7 +115,7 @@ def detect_draft(schema: Any) -> Draft:
     return "2020-12"
 
 
-def trampoline(fn: Callable[..., Generator], args: tuple) -> Any:  # type: ignore[type-arg]
+def trampoline(fn: Callable[..., Generator[Any, Any, Any]], args: tuple) -> Any:  # type: ignore[type-arg]
     """``fn(*args)`` for a recursive generator function, without Python recursion: a call
     ``child = yield child_args`` stands for ``child = fn(*child_args)``, and the
     generator's return value is the result. Calls run in the order recursion would."""

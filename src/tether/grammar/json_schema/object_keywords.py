@@ -273,16 +273,16 @@ def extra_regions(c: Context, flat, patterns, named, name_schemas, depth, closed
             key_parts += [("not", compiled[j]) for j in range(n) if j not in inside and compiled[j] is not None]
             regions.append((tuple(key_parts), conj))
     out = []
-    for key_parts, conj in regions:
+    for region_keys, conj in regions:
         nt = c.node(conj, depth + 1)
         if nt is None:
             continue
-        parts: list[Any] = [*(not_named[1:] if isinstance(not_named, tuple) else [not_named]), *key_parts]
+        parts: list[Any] = [*(not_named[1:] if isinstance(not_named, tuple) else [not_named]), *region_keys]
         if names_body is not None:
             parts.append(names_body)
         body = parts[0] if len(parts) == 1 else ("and", *parts)
         # all keys but finitely many named ones: never empty (no regex work needed)
-        if (key_parts or names_body is not None) and not body_nonempty(body):
+        if (region_keys or names_body is not None) and not body_nonempty(body):
             continue
         out.append((body, nt))
     return out
