@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -21,7 +21,7 @@ from tether.errors import LimitError, SchemaError, UnsupportedSchemaError, limit
 from tether.grammar.ir import NT, Grammar, T, Terminal
 from tether.grammar.json_schema import numbers as num
 from tether.grammar.json_schema.layout import Layout, Spec
-from tether.limits import Limits, check_deadline, current
+from tether.limits import Limits, current
 
 PropertyOrder = Literal["schema", "any"]
 Draft = Literal["draft4", "draft6", "draft7", "2019-09", "2020-12"]
@@ -100,6 +100,17 @@ def type_of(v: Any) -> str:
     raise SchemaError(f"{limited(v)} is not a JSON value")
 
 
+def allowed_types(flat: list[Member]) -> set[str]:
+    """The JSON types every member's ``type`` allows (``number`` includes ``integer``)."""
+    types = set(TYPES)
+    for s, p in flat:
+        if "type" in s:
+            types &= type_set(s["type"], ptr(p, "type"))
+    if "number" in types:
+        types.add("integer")
+    return types
+
+
 def detect_draft(schema: Any) -> Draft:
     uri = schema.get("$schema", "") if isinstance(schema, dict) else ""
     if not isinstance(uri, str):
@@ -113,28 +124,6 @@ def detect_draft(schema: Any) -> Draft:
     if "2019-09" in uri:
         return "2019-09"
     return "2020-12"
-
-
-def trampoline(fn: Callable[..., Generator[Any, Any, Any]], args: tuple) -> Any:  # type: ignore[type-arg]
-    """``fn(*args)`` for a recursive generator function, without Python recursion: a call
-    ``child = yield child_args`` stands for ``child = fn(*child_args)``, and the
-    generator's return value is the result. Calls run in the order recursion would."""
-    stack = [fn(*args)]
-    value: Any = None
-    steps = 0
-    while stack:
-        try:
-            request = stack[-1].send(value)
-        except StopIteration as stop:
-            stack.pop()
-            value = stop.value
-            continue
-        steps += 1
-        if not steps & 1023:
-            check_deadline()
-        stack.append(fn(*request))
-        value = None
-    return value
 
 
 def at_pointer(pointer: str, fn: Callable[[str], Any], pattern: str) -> Any:

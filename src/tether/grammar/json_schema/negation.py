@@ -9,7 +9,7 @@ lengths, string ``enum``/``const``) excludes that string language; ``not`` of
 from __future__ import annotations
 
 from tether.grammar import formats as fmt
-from tether.grammar.json_schema.context import ANNOTATIONS, TYPES, Context, Member, ptr, type_set
+from tether.grammar.json_schema.context import ANNOTATIONS, Context, Member, allowed_types, ptr
 from tether.grammar.json_schema.references import flatten
 from tether.grammar.json_schema.string_keywords import name_body
 
@@ -29,12 +29,7 @@ def apply_not(c: Context, s: dict, p: str, types: set[str], nots: dict) -> set[s
         return set()
     keys = [set(k for k in ss if k not in ANNOTATIONS) for ss, _ in flat]
     if all(k <= {"type"} for k in keys):
-        excluded = set(TYPES)
-        for ss, pp in flat:
-            if "type" in ss:
-                excluded &= type_set(ss["type"], ptr(pp, "type"))
-        if "number" in excluded:
-            excluded.add("integer")
+        excluded = allowed_types(flat)
         out = types - excluded
         if "integer" in excluded and "number" in out:
             c.unsupported("not", q, "excluding integers from numbers")

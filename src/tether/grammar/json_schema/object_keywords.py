@@ -15,9 +15,10 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from tether.errors import SchemaError
+from tether.grammar import bounds
 from tether.grammar.ir import NT, Rule, T, Terminal
 from tether.grammar.json_schema import strings as st
-from tether.grammar.json_schema.context import OPEN_KW, Context, Member, at_pointer, ptr, trampoline
+from tether.grammar.json_schema.context import OPEN_KW, Context, Member, at_pointer, ptr
 from tether.grammar.json_schema.layout import dumps_str
 from tether.grammar.json_schema.references import flatten
 from tether.grammar.json_schema.string_keywords import (
@@ -308,9 +309,9 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
     def consistent(seen: int) -> bool:
         return all(not seen & bit[a] or all(seen & bit[b] for b in bs) for a, bs in (deps or {}).items())
 
-    def S(i: int, count: int, seen: int = 0) -> Generator[tuple[int, int, int], str, str]:  # noqa: N802 - rule family named as in the docs
+    def S(i: int, count: int, seen: int = 0) -> Generator[Any, str, str]:  # noqa: N802 - rule family named as in the docs
         """The state after slot ``i`` with ``count`` properties written; a generator run by
-        ``trampoline`` (it yields the state it needs and receives its name)."""
+        ``bounds.run`` (it yields the generator of the state it needs and receives its name)."""
         key = (i, count, seen)
         if key in names:
             return names[key]
@@ -320,11 +321,11 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
         if i < n:
             k, nt, req = slots[i]
             if not req:
-                child = yield (i + 1, count, seen)
+                child = yield S(i + 1, count, seen)
                 c.rule(name, NT(child))
             if can_add:
                 t = c.term(c.layout.key_literal(depth, count == 0, k), "key")
-                child = yield (i + 1, inc, seen | bit.get(k, 0))
+                child = yield S(i + 1, inc, seen | bit.get(k, 0))
                 c.rule(name, t, NT(nt), NT(child))
         elif not consistent(seen):
             pass  # a dependency is missing: no rule, so the state is pruned as unproductive
@@ -334,14 +335,14 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
             if can_add:
                 for body, nt in extras:
                     t = key_term(c, depth, count == 0, body)
-                    child = yield (n, inc, seen)
+                    child = yield S(n, inc, seen)
                     c.rule(name, t, NT(nt), NT(child))
         return name
 
     # required properties beyond max_p make the object impossible
     if max_p is not None and sum(1 for s in slots if s[2]) > max_p:
         return None
-    return trampoline(S, (0, 0, 0))
+    return bounds.run(S(0, 0, 0))
 
 
 def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, tracked=None):  # type: ignore[no-untyped-def]
@@ -367,9 +368,9 @@ def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, 
     order = [(i, k, used_bit) for i, (k, _, _) in enumerate(slots)
              for used_bit in [0 if tracked is not None and i not in tracked else 1 << i]]
 
-    def S(used: int, count: int) -> Generator[tuple[int, int], NT, NT]:  # noqa: N802
+    def S(used: int, count: int) -> Generator[Any, NT, NT]:  # noqa: N802
         """The state with the slots ``used`` written, ``count`` properties in all; a
-        generator run by ``trampoline`` (it yields the state it needs)."""
+        generator run by ``bounds.run`` (it yields the generator of the state it needs)."""
         key = (used, count)
         found = names.get(key)
         if found is not None:
@@ -393,19 +394,19 @@ def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, 
                 t = kts[i]
                 if t is None:
                     t = kts[i] = c.term(c.layout.key_literal(depth, first, k), "key")
-                child = yield (used | bit, inc)
+                child = yield S(used | bit, inc)
                 rules.append(Rule(name, (t, slot_nts[i], child)))
             for j, (body, _) in enumerate(extras):
                 t = extra_terms.get((j, first))
                 if t is None:
                     t = extra_terms[(j, first)] = key_term(c, depth, first, body)
-                child = yield (used, inc)
+                child = yield S(used, inc)
                 rules.append(Rule(name, (t, extra_nts[j], child)))
         if len(rules) > c.max_rules:
             c.too_many_rules()
         return ref
 
-    return trampoline(S, (0, 0)).name
+    return bounds.run(S(0, 0)).name
 
 
 def dependencies(flat: list[Member]) -> dict[str, list[str]]:

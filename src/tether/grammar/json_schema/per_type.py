@@ -16,13 +16,12 @@ from tether.grammar.json_schema.array_keywords import compile_array
 from tether.grammar.json_schema.context import (
     ANNOTATIONS,
     HANDLED,
-    TYPES,
     Context,
     Member,
+    allowed_types,
     json_key,
     ptr,
     type_of,
-    type_set,
 )
 from tether.grammar.json_schema.negation import apply_not
 from tether.grammar.json_schema.number_keywords import compile_number, multiples_rules
@@ -33,12 +32,7 @@ from tether.limits import check_deadline
 
 
 def typed(c: Context, flat: list[Member], depth: int) -> list[tuple]:
-    types = set(TYPES)
-    for s, p in flat:
-        if "type" in s:
-            types &= type_set(s["type"], ptr(p, "type"))
-    if "number" in types:
-        types.add("integer")
+    types = allowed_types(flat)
     nots: dict = {}
     for s, p in flat:
         types = apply_not(c, s, p, types, nots)
