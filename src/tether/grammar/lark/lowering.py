@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from tether.errors import GrammarError, LimitError
 from tether.grammar import bounds
-from tether.grammar.ast import Node, Ref, Rep, SetOp, refs, seq
+from tether.grammar.ast import Node, Ref, SetOp, refs, seq, walk
 from tether.grammar.compose import embed_into
 from tether.grammar.ir import Grammar, T
 from tether.grammar.lark.reader import LarkReader
@@ -172,14 +172,8 @@ def check_cycles(p: LarkReader, text: str, source: str) -> None:
 def check_setops(node: Node, p: LarkReader, text: str, source: str) -> None:
     """``&`` and prefix ``~`` build terminals: as in llguidance they are refused in rules
     (write ``ST: A & B`` and use ``ST``)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
+    for n in walk(node):
         if isinstance(n, SetOp):
             op = "&" if n.op == "and" else "~"
             raise GrammarError(f"{op} is only supported for terminals, not rules: define a terminal "
                                f"(e.g. ST: A {op} B) and use it", text, n.pos, source)
-        if hasattr(n, "items"):
-            stack.extend(n.items)
-        elif isinstance(n, Rep):
-            stack.append(n.item)

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from tether.errors import GrammarError, LimitError
 from tether.grammar import bounds
-from tether.grammar.ast import Alt, Gen, Node, Ref, Rep, Seq, SetOp, alt, seq
+from tether.grammar.ast import Alt, Gen, Node, Ref, Rep, Seq, SetOp, alt, seq, walk
 from tether.grammar.ir import Grammar
 from tether.grammar.simplify import did_you_mean
 
@@ -37,19 +37,12 @@ class Usage:
 def bounded_size(node: Node, maximum: int, text: str, pos: int, source: str) -> int:
     """The number of AST nodes in ``node``, counted up to ``maximum`` (LimitError past it:
     the cost of this walk and of hashing the node stays within the limit)."""
-    n, stack = 0, [node]
-    while stack:
-        x = stack.pop()
+    n = 0
+    for _ in walk(node):
         n += 1
         if n > maximum:
             raise LimitError("max_expanded", f"more than {maximum} symbols", maximum,
                              bounds.place(text, pos, source), detail="arguments of a rule template")
-        if isinstance(x, Seq | Alt):
-            stack.extend(x.items)
-        elif isinstance(x, Rep):
-            stack.append(x.item)
-        elif isinstance(x, SetOp):
-            stack.extend(x.args)
     return n
 
 

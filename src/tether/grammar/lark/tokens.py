@@ -102,25 +102,6 @@ def _matching_brace(text: str, j: int, source: str) -> int:
 
 
 def unescape(body: str, text: str, pos: int, source: str) -> str:
-    out, i = [], 0
-    while i < len(body):
-        c = body[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        e = body[i + 1] if i + 1 < len(body) else ""
-        if e in ("x", "u", "U"):
-            n = {"x": 2, "u": 4, "U": 8}[e]
-            digits = body[i + 2 : i + 2 + n]
-            if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
-                raise GrammarError(f"lexer error: invalid escape '\\{e}{digits}' in string", text, pos + i, source)
-            out.append(bounds.code_point(digits, text, pos + i, source))
-            i += 2 + n
-        elif e in _STR_ESC:
-            out.append(_STR_ESC[e])
-            i += 2
-        else:  # Lark keeps unknown escapes as written
-            out.append("\\" + e)
-            i += 2
-    return "".join(out)
+    """A Lark string's body with its escapes replaced (unknown escapes kept as written)."""
+    return bounds.unescape(body, text, pos, source, _STR_ESC, keep_unknown=True,
+                           invalid="lexer error: invalid escape '{}' in string")
