@@ -39,10 +39,8 @@ from tether.decoding.branch import (
     check_decode_args,
     close_branch,
     completion_tokens,
-    end_with_outside,
-    eos_position,
     region_end,
-    scores_or_length,
+    step_scores,
 )
 from tether.decoding.decoders import Beam, check_bool, check_int
 from tether.decoding.guide import Guide
@@ -130,17 +128,7 @@ def beam_search(
         if max(b.logprob for b in live) <= nth_best():
             break
         asked = [(b, b.guide.allowed()) for b in live]
-        ending: dict[int, Any] = {}  # complete beams: full logits, what leaves the language counts as EOS
-        if stop_outside:
-            for i, (b, ids) in enumerate(asked):
-                if ids is not None and b.guide.matcher is not None and eos_position(vocab, ids) >= 0:
-                    ending[id(b)] = ids
-                    asked[i] = (b, None)
-        pairs, vals = scores_or_length(model, asked, selective=selective)
-        for i, (b, _ids) in enumerate(pairs):
-            if id(b) in ending:
-                pairs[i] = (b, ending[id(b)])
-                vals[i] = end_with_outside(vocab, vals[i], ending[id(b)])
+        pairs, vals = step_scores(model, asked, selective=selective, stop_outside=stop_outside)
         for b in live:
             if b.finish is not None:  # the context window is full
                 add_finished(b)

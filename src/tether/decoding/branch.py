@@ -244,6 +244,30 @@ def scores_or_length(
     return kept, vals
 
 
+def step_scores(
+    model: Any, pairs: list[tuple[Branch, Any]], *, selective: bool, stop_outside: bool
+) -> tuple[list[tuple[Branch, Any]], list[Any]]:
+    """`scores_or_length` for one step of every live branch; with ``stop_outside``, a
+    branch whose output is complete here (EOS allowed under a constraint) gets full
+    logits, and the mass of every token the constraint forbids is added to EOS
+    (`end_with_outside`). Returns the branches still going and their scores."""
+    vocab = model.vocabulary
+    ending: dict[int, Any] = {}
+    if stop_outside:
+        pairs = list(pairs)
+        for i, (b, ids) in enumerate(pairs):
+            if ids is not None and b.guide.matcher is not None and eos_position(vocab, ids) >= 0:
+                ending[id(b)] = ids
+                pairs[i] = (b, None)
+    pairs, vals = scores_or_length(model, pairs, selective=selective)
+    if ending:
+        for i, (b, _ids) in enumerate(pairs):
+            if id(b) in ending:
+                pairs[i] = (b, ending[id(b)])
+                vals[i] = end_with_outside(vocab, vals[i], ending[id(b)])
+    return pairs, vals
+
+
 def check_decode_args(model: Any, prompt_tokens: Sequence[int], decoder: Decoder, max_tokens: int,
                       stop: Sequence[str | bytes]) -> None:
     """The checks every decoding entry point makes before the first model call."""

@@ -56,6 +56,7 @@ from tether.decoding.branch import (
     eos_position,
     region_end,
     scores_or_length,
+    step_scores,
 )
 from tether.decoding.decoders import (
     Argmax,
@@ -71,13 +72,15 @@ from tether.decoding.guide import Guide
 from tether.decoding.sampling import argmax, log_softmax, sample
 from tether.decoding.stops import StopScanner
 
-# The old private names, kept while other modules move to the public ones in branch.py
-# (issue 17); new code imports from tether.decoding.branch.
+# Names other modules import from here, kept while they move to branch.py (issue 17);
+# new code imports them from tether.decoding.branch.
 _Branch = Branch
 _close = close_branch
 _completion_tokens = completion_tokens
 _eos_position = eos_position
 _region_end = region_end
+__all__ = ["CLOSE_SLACK", "Decoded", "check_decode_args", "decode", "decode_iter", "end_with_outside",
+           "scores_or_length"]
 
 
 def _sample_settings(decoder: Decoder) -> tuple[Sample | None, int]:
@@ -133,18 +136,7 @@ def _step(
     pairs = [(b, ids) for b, ids in zip(live, ids_list, strict=True) if b.finish is None]
     if not pairs:
         return
-    ending: dict[int, Any] = {}
-    if stop_outside:  # complete outputs: full logits, to count what leaves the language as EOS
-        for i, (b, ids) in enumerate(pairs):
-            if ids is not None and b.guide.matcher is not None and eos_position(vocab, ids) >= 0:
-                ending[id(b)] = ids
-                pairs[i] = (b, None)
-    pairs, vals = scores_or_length(model, pairs, selective=selective)
-    if ending:
-        for i, (b, _ids) in enumerate(pairs):
-            if id(b) in ending:
-                pairs[i] = (b, ending[id(b)])
-                vals[i] = end_with_outside(vocab, vals[i], ending[id(b)])
+    pairs, vals = step_scores(model, pairs, selective=selective, stop_outside=stop_outside)
     # 4. choice
     for (b, ids), v in zip(pairs, vals, strict=True):
         k = argmax(v) if sampler is None else sample(v, sampler, b.rng)  # type: ignore[arg-type]
