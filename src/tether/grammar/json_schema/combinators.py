@@ -30,6 +30,9 @@ from tether.limits import check_deadline
 
 
 def alternatives(c: Context, flat: list[Member], depth: int, consumed: frozenset) -> list[tuple]:
+    """The alternatives of the conjunction ``flat``: its first ``anyOf``/``oneOf`` not yet
+    ``consumed`` distributed over the branches, else its first two-case split, else
+    ``per_type.typed``."""
     for s, p in flat:
         for kw in ("anyOf", "oneOf"):
             if kw in s and (c.shape(s), kw) not in consumed:

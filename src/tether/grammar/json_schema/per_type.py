@@ -32,6 +32,8 @@ from tether.limits import check_deadline
 
 
 def typed(c: Context, flat: list[Member], depth: int) -> list[tuple]:
+    """The alternatives (right-hand sides) of the conjunction ``flat``, one or more per
+    JSON type it allows."""
     types = allowed_types(flat)
     nots: dict = {}
     for s, p in flat:
