@@ -2,7 +2,8 @@
 
 Code map, in reading order: ``decoders.py`` (the decoder values) → ``sampling.py``
 (choosing among allowed logits) → ``guide.py`` (matcher + healing per sequence) →
-``logits.py`` (scores of allowed tokens; selective logits) → ``loop.py`` (`decode`) →
+``logits.py`` (scores of allowed tokens; selective logits) → ``branch.py`` (one sequence,
+the step pieces loop and beam share) → ``loop.py`` (`decode`) →
 ``beam.py`` → ``healing.py`` → ``scoring.py`` (`score_continuations`).
 """
 

@@ -17,7 +17,7 @@ come back when the constraint admits fewer distinct outputs.
 left is replaced by its parent closed with the parent's shortest completion (forced
 tokens, probability 1), so closed outputs stay within ``max_tokens``.
 
-Regions and ``stop_outside`` as in `tether.decoding.loop` (its helpers): with ``close_at``
+Regions and ``stop_outside`` as in `tether.decoding.loop` (the helpers of `branch.py`): with ``close_at``
 triggers (a triggered output), while a beam's shortest completion passes through a trigger
 the budget check keeps ``reserve`` more tokens, and closing writes the completion only up to
 the end of the trigger (the beam goes on and writes the constrained part). With
@@ -32,31 +32,20 @@ from typing import Any
 
 import numpy as np
 
+from tether.decoding.branch import (
+    CLOSE_SLACK,
+    Branch,
+    Decoded,
+    check_decode_args,
+    close_branch,
+    completion_tokens,
+    region_end,
+    step_scores,
+)
 from tether.decoding.decoders import Beam, check_bool, check_int
 from tether.decoding.guide import Guide
-from tether.decoding.loop import (
-    CLOSE_SLACK,
-    Decoded,
-    _Branch,
-    _close,
-    _completion_tokens,
-    _eos_position,
-    _region_end,
-    check_decode_args,
-    end_with_outside,
-    scores_or_length,
-)
 from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
-
-
-def _fork(b: _Branch) -> _Branch:
-    c = _Branch.__new__(_Branch)
-    c.prompt, c.guide, c.scanner, c.rng = b.prompt, b.guide.copy(), b.scanner.copy(), None
-    c.tokens, c.logprob, c.skip = list(b.tokens), b.logprob, b.skip
-    c.finish, c.n_forced, c.error = b.finish, b.n_forced, b.error
-    c.closing_len, c.origin, c.cut_complete = b.closing_len, b.origin, b.cut_complete
-    return c
 
 
 def beam_search(
@@ -86,10 +75,10 @@ def beam_search(
     model.costs.generate_calls += 1
     model.costs.prompt_tokens += len(prompt_tokens)
     origin = matcher.copy() if matcher is not None else None
-    live = [_Branch(list(prompt_tokens), Guide(matcher, vocab, heal), StopScanner(stop), None, origin)]
-    finished: dict[bytes, _Branch] = {}
+    live = [Branch(list(prompt_tokens), Guide(matcher, vocab, heal), StopScanner(stop), None, origin)]
+    finished: dict[bytes, Branch] = {}
 
-    def settle(b: _Branch) -> bool:
+    def settle(b: Branch) -> bool:
         """Forced tokens and budget; True if the beam finished."""
         if fast_forward and b.finish is None:
             for t in b.guide.fast_forward():
@@ -102,21 +91,21 @@ def beam_search(
             b.finish = "length"  # (closing happened before the budget, when it was needed)
         return b.finish is not None
 
-    def must_close(c: _Branch) -> bool:
+    def mustclose_branch(c: Branch) -> bool:
         """``c``'s shortest completion no longer fits the budget (measured only near it)."""
         if not close_on_budget or c.finish is not None or c.guide.free:
             return False
         remaining = max_tokens - len(c.tokens)
         if c.closing_len >= 0 and remaining > c.closing_len + CLOSE_SLACK + reserve:
             return False
-        toks = _completion_tokens(model, c.guide)
+        toks = completion_tokens(model, c.guide)
         if toks is None:
             return False
         c.closing_len = len(toks)
-        kept = reserve if reserve and _region_end(c.guide, triggers) >= 0 else 0  # still in the free region
+        kept = reserve if reserve and region_end(c.guide, triggers) >= 0 else 0  # still in the free region
         return len(toks) + kept > remaining
 
-    def add_finished(b: _Branch) -> None:
+    def add_finished(b: Branch) -> None:
         if b.finish == "error":
             return
         key = bytes(b.scanner.text)
@@ -139,17 +128,7 @@ def beam_search(
         if max(b.logprob for b in live) <= nth_best():
             break
         asked = [(b, b.guide.allowed()) for b in live]
-        ending: dict[int, Any] = {}  # complete beams: full logits, what leaves the language counts as EOS
-        if stop_outside:
-            for i, (b, ids) in enumerate(asked):
-                if ids is not None and b.guide.matcher is not None and _eos_position(vocab, ids) >= 0:
-                    ending[id(b)] = ids
-                    asked[i] = (b, None)
-        pairs, vals = scores_or_length(model, asked, selective=selective)
-        for i, (b, _ids) in enumerate(pairs):
-            if id(b) in ending:
-                pairs[i] = (b, ending[id(b)])
-                vals[i] = end_with_outside(vocab, vals[i], ending[id(b)])
+        pairs, vals = step_scores(model, asked, selective=selective, stop_outside=stop_outside)
         for b in live:
             if b.finish is not None:  # the context window is full
                 add_finished(b)
@@ -169,19 +148,19 @@ def beam_search(
                 token = int(ids[j]) if ids is not None else int(j)
                 cands.append((b.logprob + float(lp[j]), bi, token))
         cands.sort(key=lambda c: (-c[0], c[1], c[2]))
-        new_live: list[_Branch] = []
+        new_live: list[Branch] = []
         seen: set[bytes] = set()
         taken = 0
         for score, bi, token in cands:
             if taken >= width:
                 break
-            c = _fork(live[bi])
+            c = live[bi].fork()
             c.logprob = score
             c.push(vocab, token, False)
             generated += 1
-            if must_close(c):  # the token would leave no room to finish: close the parent instead
-                c = _fork(live[bi])
-                _close(model, c, max_tokens, triggers)  # (in a free region: up to the trigger, and on)
+            if mustclose_branch(c):  # the token would leave no room to finish: close the parent instead
+                c = live[bi].fork()
+                close_branch(model, c, max_tokens, triggers)  # (in a free region: up to the trigger, and on)
             if settle(c):  # a finished beam takes a slot only when its text is new
                 key = bytes(c.scanner.text)
                 if c.finish != "error" and key not in finished:

@@ -40,11 +40,24 @@ the sequence ends with ``finish_reason="length"``; a prompt that does not fit ra
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from tether.decoding.beam import beam_search
+from tether.decoding.branch import (
+    CLOSE_SLACK,
+    Branch,
+    Decoded,
+    check_decode_args,
+    close_branch,
+    completion_tokens,
+    end_with_outside,
+    eos_position,
+    region_end,
+    scores_or_length,
+    step_scores,
+)
 from tether.decoding.decoders import (
     Argmax,
     ArgumentError,
@@ -54,108 +67,20 @@ from tether.decoding.decoders import (
     Sample,
     check_bool,
     check_int,
-    check_limits,
 )
 from tether.decoding.guide import Guide
-from tether.decoding.logits import batch_scores, check_prompt_fits, scores
 from tether.decoding.sampling import argmax, log_softmax, sample
 from tether.decoding.stops import StopScanner
-from tether.decoding.tokenize import tokens_for_bytes
-from tether.errors import ContextLengthError
 
-
-@dataclass
-class Decoded:
-    """One decoded sequence.
-
-    Attributes:
-        tokens: generated token ids (forced ones included; EOS excluded).
-        text: output bytes (healed prompt bytes removed, cut before a stop text).
-        logprob: sum of log-probabilities of the sampled tokens under the constrained
-            distribution (forced tokens count 0: they had probability 1).
-        finish_reason: "stop" (EOS, constraint complete, or stop text), "length", "error".
-        n_forced: tokens appended by fast-forward or budget closing, without sampling.
-        stop_text: the stop text that ended the output, if any.
-        error: why the sequence could not continue (finish_reason "error").
-    """
-
-    tokens: list[int] = field(default_factory=list)
-    text: bytes = b""
-    logprob: float = 0.0
-    finish_reason: str = "length"
-    n_forced: int = 0
-    stop_text: bytes | None = None
-    error: str | None = None
-    complete: bool = False
-
-
-class _Branch:
-    __slots__ = ("prompt", "guide", "tokens", "logprob", "scanner", "skip", "finish", "n_forced", "rng",
-                 "error", "closing_len", "origin", "cut_complete")
-
-    def __init__(self, prompt: list[int], guide: Guide, scanner: StopScanner, rng: np.random.Generator | None,
-                 origin: Any | None = None) -> None:
-        self.prompt, self.guide, self.scanner, self.rng = prompt, guide, scanner, rng
-        self.origin = origin  # an untouched copy of the matcher: re-checks a cut output
-        self.cut_complete: bool | None = None
-        self.tokens: list[int] = []
-        self.logprob = 0.0
-        self.skip = len(guide.pending)
-        self.finish: str | None = None
-        self.n_forced = 0
-        self.error: str | None = None
-        self.closing_len = -1  # tokens of the shortest completion when last measured; -1: never
-
-    def seq(self) -> list[int]:
-        return self.prompt + self.tokens
-
-    def push(self, vocab: Any, token: int, forced: bool) -> None:
-        if not self.guide.consume(token):
-            self.finish, self.error = "error", self.guide.error
-            return
-        if token in vocab.eos_ids:
-            self.finish = "stop"
-            return
-        self.tokens.append(token)
-        self.n_forced += forced
-        b = vocab.tokens[token]
-        if self.skip:
-            cut = min(self.skip, len(b))
-            b, self.skip = b[cut:], self.skip - cut
-        if b and self.scanner.feed(b):
-            self.finish = "stop"
-            self.cut_complete = self._cut_is_complete()
-        elif self.guide.is_finished():
-            self.finish = "stop"
-
-    def _cut_is_complete(self) -> bool:
-        """The output cut before a stop text, matched again from the start of the constraint."""
-        if self.origin is None:
-            return self.guide.free or self.guide.matcher is None
-        m = self.origin.copy()
-        try:
-            return bool(m.consume_bytes(bytes(self.scanner.text)) and m.is_accepting())
-        except AttributeError:  # a matcher without byte input: cannot tell, so not complete
-            return False
-
-    def is_complete(self) -> bool:
-        """The output as returned is complete under the constraint."""
-        if self.finish == "error":
-            return False
-        return self.cut_complete if self.cut_complete is not None else self.guide.is_accepting()
-
-    def result(self) -> Decoded:
-        complete = self.is_complete()
-        return Decoded(
-            tokens=list(self.tokens),
-            text=bytes(self.scanner.text),
-            logprob=self.logprob,
-            finish_reason=self.finish or "length",
-            n_forced=self.n_forced,
-            stop_text=self.scanner.hit,
-            error=self.error,
-            complete=complete,
-        )
+# Names other modules import from here, kept while they move to branch.py (issue 17);
+# new code imports them from tether.decoding.branch.
+_Branch = Branch
+_close = close_branch
+_completion_tokens = completion_tokens
+_eos_position = eos_position
+_region_end = region_end
+__all__ = ["CLOSE_SLACK", "Decoded", "check_decode_args", "decode", "decode_iter", "end_with_outside",
+           "scores_or_length"]
 
 
 def _sample_settings(decoder: Decoder) -> tuple[Sample | None, int]:
@@ -168,66 +93,10 @@ def _sample_settings(decoder: Decoder) -> tuple[Sample | None, int]:
     raise ArgumentError("decoder", decoder, "an Argmax, Sample or BestOf (beam_search runs Beam)")
 
 
-# The shortest completion is measured (a search in the engine) only while the budget left is
-# within this many tokens of the last measured completion length: far from the budget, one
-# token cannot make the closing text that much longer in practice, and measuring at every
-# step would cost more than the model call.
-CLOSE_SLACK = 16
-
-
-def _completion_tokens(model: Any, guide: Guide) -> list[int] | None:
-    """Canonical tokens of the shortest completion; None if the engine finds none."""
-    try:
-        return tokens_for_bytes(model, guide.shortest_completion())
-    except Exception:  # noqa: BLE001 -- decode time never raises (ConstraintError: no completion found)
-        return None
-
-
-def _region_end(guide: Guide, close_at: Sequence[bytes]) -> int:
-    """Where the first trigger of ``close_at`` ends in the shortest completion (the free
-    region still open); -1 when none is in it, or the engine finds no completion."""
-    if not close_at:
-        return -1
-    try:
-        text = guide.shortest_completion()
-    except Exception:  # noqa: BLE001 -- decode time never raises
-        return -1
-    ends = [i + len(t) for t in close_at if (i := text.find(t)) >= 0]
-    return min(ends) if ends else -1
-
-
-def _close(model: Any, b: _Branch, max_tokens: int, close_at: Sequence[bytes] = ()) -> None:
-    """Append the shortest completion (budget closing) if it fits ``max_tokens``; else the
-    output ends here, incomplete, with "length" (the budget cannot hold a complete one).
-    In a free region (`_region_end`), append it only up to the end of the trigger and let
-    the sequence go on."""
-    toks = _completion_tokens(model, b.guide)
-    if toks is None or len(b.tokens) + len(toks) > max_tokens:
-        b.finish = "length"
-        return
-    end = _region_end(b.guide, close_at)
-    if end > 0:
-        closing = b.guide.shortest_completion()
-        head = tokens_for_bytes(model, closing[:end])
-        rest = tokens_for_bytes(model, closing[end:])
-        if len(b.tokens) + len(head) + len(rest) <= max_tokens and len(b.tokens) + len(head) < max_tokens:
-            for t in head:
-                b.push(model.vocabulary, t, True)
-                if b.finish is not None:
-                    return
-            b.closing_len = -1  # measure again in the constrained part
-            return
-    for t in toks:
-        b.push(model.vocabulary, t, True)
-        if b.finish == "error":
-            return
-    if b.finish is None:
-        b.finish = "length"
-
 
 def _step(
     model: Any,
-    live: list[_Branch],
+    live: list[Branch],
     sampler: Sample | None,
     *,
     max_tokens: int,
@@ -246,7 +115,7 @@ def _step(
             for t in forced:
                 if len(b.tokens) >= max_tokens:
                     if close_on_budget:
-                        _close(model, b, max_tokens, close_at)
+                        close_branch(model, b, max_tokens, close_at)
                     else:
                         b.finish = "length"
                     break
@@ -267,18 +136,7 @@ def _step(
     pairs = [(b, ids) for b, ids in zip(live, ids_list, strict=True) if b.finish is None]
     if not pairs:
         return
-    ending: dict[int, Any] = {}
-    if stop_outside:  # complete outputs: full logits, to count what leaves the language as EOS
-        for i, (b, ids) in enumerate(pairs):
-            if ids is not None and b.guide.matcher is not None and _eos_position(vocab, ids) >= 0:
-                ending[id(b)] = ids
-                pairs[i] = (b, None)
-    pairs, vals = scores_or_length(model, pairs, selective=selective)
-    if ending:
-        for i, (b, _ids) in enumerate(pairs):
-            if id(b) in ending:
-                pairs[i] = (b, ending[id(b)])
-                vals[i] = end_with_outside(vocab, vals[i], ending[id(b)])
+    pairs, vals = step_scores(model, pairs, selective=selective, stop_outside=stop_outside)
     # 4. choice
     for (b, ids), v in zip(pairs, vals, strict=True):
         k = argmax(v) if sampler is None else sample(v, sampler, b.rng)  # type: ignore[arg-type]
@@ -289,77 +147,16 @@ def _step(
         ):
             g2 = b.guide.copy()
             ok = g2.consume(token) and token not in vocab.eos_ids
-            after = _completion_tokens(model, g2) if ok else []
+            after = completion_tokens(model, g2) if ok else []
             if after is not None:
                 b.closing_len = len(after)
-            kept = reserve if ok and reserve and _region_end(g2, close_at) >= 0 else 0
+            kept = reserve if ok and reserve and region_end(g2, close_at) >= 0 else 0
             if after is not None and len(after) + kept > remaining - 1:
-                _close(model, b, max_tokens, close_at)
+                close_branch(model, b, max_tokens, close_at)
                 continue  # closed (or, in a free region, closed up to the trigger: choose again)
         b.logprob += float(log_softmax(v)[k])
         b.push(vocab, token, False)
 
-
-def _eos_position(vocab: Any, ids: Any) -> int:
-    """Index in ``ids`` of the first EOS id, -1 if none is allowed."""
-    for e in vocab.eos_ids:
-        k = int(np.searchsorted(ids, e))
-        if k < len(ids) and int(ids[k]) == e:
-            return k
-    return -1
-
-
-def end_with_outside(vocab: Any, full: Any, ids: Any) -> Any:
-    """Logits of ``ids`` from the masked full row ``full``, with the mass of every token
-    outside ``ids`` added to the (first allowed) EOS: ``log(p(EOS) + p(forbidden))``."""
-    vals = np.array(full[ids], dtype=np.float32)
-    outside = np.array(full, dtype=np.float64, copy=True)
-    outside[ids] = -np.inf
-    top = float(np.max(outside)) if outside.size else -np.inf
-    if np.isfinite(top):
-        mass = top + float(np.log(np.sum(np.exp(outside - top))))
-        k = _eos_position(vocab, ids)
-        vals[k] = np.float32(np.logaddexp(float(vals[k]), mass))
-    return vals
-
-
-def scores_or_length(
-    model: Any, pairs: list[tuple[_Branch, Any]], *, selective: bool
-) -> tuple[list[tuple[_Branch, Any]], list[Any]]:
-    """Scores for each (branch, allowed ids); a branch the context window cannot hold any
-    more ends with ``"length"`` (and is left out). A branch that has generated nothing
-    yet holds only the prompt: its ContextLengthError is raised."""
-    try:
-        return pairs, batch_scores(model, [b.seq() for b, _ in pairs], [ids for _, ids in pairs], selective=selective)
-    except ContextLengthError:
-        if len(pairs) == 1 and pairs[0][0].tokens:
-            pairs[0][0].finish = "length"
-            return [], []
-        if len(pairs) == 1:
-            raise
-    kept, vals = [], []
-    for b, ids in pairs:  # one by one: find the sequences that no longer fit
-        try:
-            vals.append(scores(model, b.seq(), ids, selective=selective))
-        except ContextLengthError:
-            if not b.tokens:
-                raise
-            b.finish = "length"
-            continue
-        kept.append((b, ids))
-    return kept, vals
-
-
-def check_decode_args(model: Any, prompt_tokens: Sequence[int], decoder: Decoder, max_tokens: int,
-                      stop: Sequence[str | bytes]) -> None:
-    """The checks every decoding entry point makes before the first model call."""
-    if not isinstance(decoder, Argmax | Sample | Beam | BestOf):
-        raise ArgumentError("decoder", decoder, "an Argmax, Sample, Beam or BestOf")
-    check_limits(decoder)
-    check_int("max_tokens", max_tokens, minimum=0, limit="max_tokens")
-    if isinstance(stop, str | bytes) or not all(isinstance(s, str | bytes) and s for s in stop):
-        raise ArgumentError("stop", stop, "a list of non-empty strings")
-    check_prompt_fits(model, prompt_tokens)
 
 
 def _start(
@@ -369,7 +166,7 @@ def _start(
     decoder: Decoder,
     stop: Sequence[str | bytes],
     heal: bytes,
-) -> tuple[list[_Branch], Sample | None]:
+) -> tuple[list[Branch], Sample | None]:
     sampler, n = _sample_settings(decoder)
     seed = sampler.seed if sampler is not None else None
     base = Guide(matcher, model.vocabulary, heal)
@@ -380,7 +177,7 @@ def _start(
         if sampler is not None:
             rng = np.random.default_rng([seed, i]) if seed is not None else np.random.default_rng()
         guide = base if i == n - 1 else base.copy()
-        branches.append(_Branch(list(prompt_tokens), guide, StopScanner(stop), rng, origin))
+        branches.append(Branch(list(prompt_tokens), guide, StopScanner(stop), rng, origin))
     model.costs.generate_calls += 1
     model.costs.prompt_tokens += len(prompt_tokens) * n
     return branches, sampler
@@ -456,8 +253,6 @@ def decode(
     decoder = decoder if decoder is not None else Argmax()
     check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
     if isinstance(decoder, Beam):
-        from tether.decoding.beam import beam_search
-
         return beam_search(
             model, prompt_tokens, matcher, decoder, max_tokens=max_tokens, stop=stop, heal=heal,
             fast_forward=fast_forward, close_on_budget=close_on_budget, selective=selective,

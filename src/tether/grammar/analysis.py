@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 from tether.grammar.ast import (
@@ -52,6 +52,21 @@ def rx_nullable(rx: Rx) -> bool:
         return False
 
 
+def _propagate(names: Iterable[str], users: dict[str, set[str]], step: Callable[[str], bool]) -> None:
+    """Run ``step`` on every name, and again on the users of a name whose value it changed
+    (``step`` returns True), until nothing changes: a worklist, no recursion."""
+    todo = list(names)
+    queued = set(todo)
+    while todo:
+        name = todo.pop()
+        queued.discard(name)
+        if step(name):
+            for u in users.get(name, ()):
+                if u not in queued:
+                    queued.add(u)
+                    todo.append(u)
+
+
 class Facts:
     """nullable / FIRST / FOLLOW over ``rules`` (name → body), computed to a fixpoint."""
 
@@ -65,30 +80,24 @@ class Facts:
                 if r.name in rules:
                     users.setdefault(r.name, set()).add(name)
         self._nullable: dict[str, bool] = dict.fromkeys(rules, False)
-        todo = list(rules)
-        queued = set(todo)
-        while todo:
-            name = todo.pop()
-            queued.discard(name)
-            if not self._nullable[name] and self.nullable(rules[name]):
-                self._nullable[name] = True
-                for u in users.get(name, ()):
-                    if u not in queued:
-                        queued.add(u)
-                        todo.append(u)
+
+        def nullable_step(name: str) -> bool:
+            if self._nullable[name] or not self.nullable(rules[name]):
+                return False
+            self._nullable[name] = True
+            return True
+
+        _propagate(rules, users, nullable_step)
         self._first: dict[str, Ranges] = dict.fromkeys(rules, ())
-        todo = list(rules)
-        queued = set(todo)
-        while todo:
-            name = todo.pop()
-            queued.discard(name)
+
+        def first_step(name: str) -> bool:
             f = union(self._first[name], self.first(rules[name]))
-            if f != self._first[name]:
-                self._first[name] = f
-                for u in users.get(name, ()):
-                    if u not in queued:
-                        queued.add(u)
-                        todo.append(u)
+            if f == self._first[name]:
+                return False
+            self._first[name] = f
+            return True
+
+        _propagate(rules, users, first_step)
         self.follow_rule: dict[str, Ranges] = dict.fromkeys(rules, ())
         todo = list(rules)
         queued = set(todo)

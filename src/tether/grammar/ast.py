@@ -10,7 +10,9 @@ lowering errors can point at the text.
 
 from __future__ import annotations
 
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from tether.regex import charset
 
@@ -124,6 +126,9 @@ class Ref(Node):
     pos: int = field(default=-1, compare=False)
 
 
+# a reader step: a generator driven by ``bounds.run`` (nesting costs heap, not stack)
+Gen = Generator[Any, Any, Node]
+
 EPS = Seq(())
 
 
@@ -155,18 +160,20 @@ def alt(items: list[Node], pos: int = -1) -> Node:
     return Alt(tuple(flat), pos)
 
 
-def refs(node: Node) -> list[Ref]:
-    """Every rule reference inside ``node``."""
-    out: list[Ref] = []
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node inside it, depth first (an explicit stack: any depth)."""
     stack = [node]
     while stack:
         n = stack.pop()
-        if isinstance(n, Ref):
-            out.append(n)
-        elif isinstance(n, Seq | Alt):
+        yield n
+        if isinstance(n, Seq | Alt):
             stack.extend(n.items)
         elif isinstance(n, Rep):
             stack.append(n.item)
         elif isinstance(n, SetOp):
             stack.extend(n.args)
-    return out
+
+
+def refs(node: Node) -> list[Ref]:
+    """Every rule reference inside ``node``."""
+    return [n for n in walk(node) if isinstance(n, Ref)]

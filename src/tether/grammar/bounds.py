@@ -27,7 +27,7 @@ from typing import Any
 
 from tether.errors import GrammarError, LimitError, line_col
 from tether.grammar.ast import Alt, Lit, Node, Ref, Rep, Seq, SetOp
-from tether.limits import check, current  # noqa: F401 (current: for the front ends)
+from tether.limits import check, check_deadline, current  # noqa: F401 (current: for the front ends)
 
 __all__ = [
     "Depth", "check_encodable", "check_rules", "check_text", "code_point", "count", "inlined_sizes", "place", "node_size", "run",
@@ -65,6 +65,38 @@ def code_point(digits: str, text: str, pos: int, source: str = "") -> str:
     if 0xD800 <= cp <= 0xDFFF:
         raise GrammarError(f"code point {digits} is a surrogate, not a character", text, pos, source)
     return chr(cp)
+
+
+def unescape(body: str, text: str, pos: int, source: str, escapes: dict[str, str], *,
+             keep_unknown: bool = False, invalid: str = "invalid escape '{}'") -> str:
+    """A string literal's ``body`` (at ``pos`` in ``text``) with its escapes replaced:
+    ``\\x``/``\\u``/``\\U`` with 2/4/8 hex digits, and the one-letter ``escapes``.
+    Another escape is kept as written (``keep_unknown``, Lark) or a GrammarError;
+    malformed hex digits are the GrammarError ``invalid`` (``{}``: the escape)."""
+    out, i = [], 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        e = body[i + 1] if i + 1 < len(body) else ""
+        if e in ("x", "u", "U"):
+            n = {"x": 2, "u": 4, "U": 8}[e]
+            digits = body[i + 2 : i + 2 + n]
+            if len(digits) != n or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                raise GrammarError(invalid.format(f"\\{e}{digits}"), text, pos + i, source)
+            out.append(code_point(digits, text, pos + i, source))
+            i += 2 + n
+        elif e in escapes:
+            out.append(escapes[e])
+            i += 2
+        elif keep_unknown:
+            out.append("\\" + e)
+            i += 2
+        else:
+            raise GrammarError(f"unknown escape '\\{e}'", text, pos + i, source)
+    return "".join(out)
 
 
 def check_encodable(text: str, source: str = "") -> None:
@@ -262,9 +294,11 @@ def run(gen: Generator[Any, Any, Any]) -> Any:
     A reader function ``f`` that would call ``self.g()`` recursively instead does
     ``x = yield self.g()`` (``g`` being a generator function too); ``run`` keeps the
     generators on an explicit stack, so the depth of the input costs heap, not the
-    interpreter's stack. Exceptions propagate out of ``run`` as from a plain call."""
+    interpreter's stack. Exceptions propagate out of ``run`` as from a plain call; the
+    active deadline (``tether.limits.deadline``) is checked every 1,024 calls."""
     stack: list[Generator[Any, Any, Any]] = [gen]
     value: Any = None
+    steps = 0
     while stack:
         try:
             sub = stack[-1].send(value)
@@ -272,6 +306,9 @@ def run(gen: Generator[Any, Any, Any]) -> Any:
             stack.pop()
             value = stop.value
             continue
+        steps += 1
+        if not steps & 1023:
+            check_deadline()
         stack.append(sub)
         value = None
     return value

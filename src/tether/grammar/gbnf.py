@@ -145,7 +145,7 @@ class _Reader:
     def regex_call(self, start: int) -> Node:
         """xgrammar's ``Regex("pattern")``: one ECMAScript-flavor regex terminal."""
         from tether.grammar.ast import Rx
-        from tether.grammar.lark import check_regex
+        from tether.grammar.lark.regex_checks import check_regex
 
         self.pos += 1
         self.space(True)

@@ -31,7 +31,7 @@ choices in ``Grammar.lowering``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
@@ -248,83 +248,66 @@ class Grammar:
         for r in self.rules:
             yield from r.rhs
 
-    # -- front ends (imported lazily: the IR module stays dependency-free) ------
+    # -- front ends and combinators -------------------------------------------------
+    # They import this module, so it imports none of them: ``tether.grammar.front``
+    # (imported with the package, before any use) registers them (``register_builder``).
     # Each runs under ``tether.limits.deadline()`` (``Limits.compile_seconds``) and raises
     # LimitError past the other active limits (text size, rules, nesting, counts).
     @classmethod
     def from_gbnf(cls, text: str, *, start: str = "root", source: str = "", strict: bool = False) -> Grammar:
         """Read llama.cpp's GBNF; see ``tether.grammar.gbnf``. Raises GrammarError."""
-        from tether.grammar.gbnf import from_gbnf
-
         with deadline("loading a grammar"):
-            return from_gbnf(text, start=start, source=source, strict=strict)
+            return _builder("from_gbnf")(text, start=start, source=source, strict=strict)
 
     @classmethod
     def from_lark(cls, text: str, *, start: str = "start", source: str = "") -> Grammar:
         """Read a Lark grammar; see ``tether.grammar.lark``. Raises GrammarError."""
-        from tether.grammar.lark import from_lark
-
         with deadline("loading a grammar"):
-            return from_lark(text, start=start, source=source)
+            return _builder("from_lark")(text, start=start, source=source)
 
     @classmethod
     def from_kbnf(cls, text: str, *, start: str | None = None, source: str = "") -> Grammar:
         """Read KBNF-style EBNF (``A ::= ...;``, ``except!``); see ``tether.grammar.kbnf``."""
-        from tether.grammar.kbnf import from_kbnf
-
         with deadline("loading a grammar"):
-            return from_kbnf(text, start=start, source=source)
+            return _builder("from_kbnf")(text, start=start, source=source)
 
     @classmethod
     def from_regex(cls, pattern: str, *, flavor: Flavor = "python", ignore_case: bool = False) -> Grammar:
         """One terminal matching ``pattern`` as a whole. Raises RegexError."""
-        from tether.grammar.compose import from_regex
-
-        return from_regex(pattern, flavor=flavor, ignore_case=ignore_case)
+        return _builder("from_regex")(pattern, flavor=flavor, ignore_case=ignore_case)
 
     @classmethod
     def from_choices(cls, choices: list[str]) -> Grammar:
         """Exactly the given strings. Raises GrammarError if ``choices`` is empty."""
-        from tether.grammar.compose import from_choices
-
         with deadline("loading a grammar"):
-            return from_choices(choices)
+            return _builder("from_choices")(choices)
 
     @classmethod
     def from_json_schema(cls, schema: object, **options: object) -> Grammar:
         """A JSON Schema (dict, or JSON text); see ``tether.grammar.json_schema``."""
-        from tether.grammar.json_schema import compile_json_schema
-
-        return compile_json_schema(schema, **options)  # type: ignore[arg-type]
+        return _builder("from_json_schema")(schema, **options)
 
     @classmethod
     def sequence(cls, *grammars: Grammar) -> Grammar:
         """The concatenation of the languages of ``grammars``."""
-        from tether.grammar.compose import sequence
-
         with deadline("loading a grammar"):
-            return sequence(*grammars)
+            return _builder("sequence")(*grammars)
 
     @classmethod
     def union(cls, *grammars: Grammar) -> Grammar:
         """The union of the languages of ``grammars``."""
-        from tether.grammar.compose import union
-
         with deadline("loading a grammar"):
-            return union(*grammars)
+            return _builder("union")(*grammars)
 
     def embed(self, other: Grammar, name: str) -> NT:
         """Add ``other`` to this grammar as the rule ``name`` (its rules renamed
         ``name__<rule>``); return the nonterminal to use in new rules."""
-        from tether.grammar.compose import embed_into
-
-        return embed_into(self, other, name)
+        nt: NT = _BUILDERS["embed"](self, other, name)
+        return nt
 
     def simplified(self) -> Grammar:
         """``simplify(self)``: validated and cleaned up. Raises GrammarError."""
-        from tether.grammar.simplify import simplify
-
-        return simplify(self)
+        return _builder("simplified")(self)
 
     def __str__(self) -> str:
         lines = [f"start: {self.start}"]
@@ -334,3 +317,17 @@ class Grammar:
             for t in self.terminals.values()
         ]
         return "\n".join(lines)
+
+
+_BUILDERS: dict[str, Callable[..., Any]] = {}
+
+
+def register_builder(name: str, build: Callable[..., Any]) -> None:
+    """Offer ``build`` as ``Grammar.<name>`` (``tether.grammar.front`` registers the front
+    ends and combinators: they import the IR, so it cannot import them)."""
+    _BUILDERS[name] = build
+
+
+def _builder(name: str) -> Callable[..., Grammar]:
+    # filled by tether/grammar/__init__.py, which Python runs before this module
+    return _BUILDERS[name]

@@ -23,15 +23,13 @@ byte-level Earley parser would also try their shorter matches, which a lexer can
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
-from typing import Any
 
 from tether.errors import GrammarError, LimitError
 from tether.grammar import bounds
-from tether.grammar.ast import Node, Ref, Rep, Rx, SetOp, alt, refs, seq
+from tether.grammar.ast import Gen, Node, Ref, Rep, Rx, SetOp, alt, refs, seq
 from tether.grammar.gbnf import ast_reachable
 from tether.grammar.ir import Grammar
-from tether.grammar.lark import check_regex
+from tether.grammar.lark.regex_checks import check_regex
 from tether.grammar.lower import Lowering
 from tether.grammar.simplify import did_you_mean, simplify
 
@@ -49,32 +47,7 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
-Gen = Generator[Any, Any, Node]
 _ESC = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0"}
-
-
-def _unescape(s: str, text: str, pos: int, source: str) -> str:
-    out, i = [], 0
-    while i < len(s):
-        c = s[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        e = s[i + 1] if i + 1 < len(s) else ""
-        if e in ("x", "u", "U"):
-            n = {"x": 2, "u": 4, "U": 8}[e]
-            d = s[i + 2 : i + 2 + n]
-            if len(d) != n or any(ch not in "0123456789abcdefABCDEF" for ch in d):
-                raise GrammarError(f"invalid escape '\\{e}{d}'", text, pos + i, source)
-            out.append(bounds.code_point(d, text, pos + i, source))
-            i += 2 + n
-        elif e in _ESC:
-            out.append(_ESC[e])
-            i += 2
-        else:
-            raise GrammarError(f"unknown escape '\\{e}'", text, pos + i, source)
-    return "".join(out)
 
 
 class _Parser:
@@ -174,7 +147,7 @@ class _Parser:
             self.nesting.leave()
             return node
         if k == "string":
-            return Lit(_unescape(v[1:-1], self.text, pos + 1, self.source), pos=pos)
+            return Lit(bounds.unescape(v[1:-1], self.text, pos + 1, self.source, _ESC), pos=pos)
         if k == "regex":
             kind = v[1 : v.index(v[-1])]
             body = v[len(kind) + 2 : -1]

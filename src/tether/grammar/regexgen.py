@@ -53,7 +53,8 @@ def class_regex(node: Cls) -> str:
     return f"[{'^' if neg else ''}{''.join(parts)}]"
 
 
-def _quant(lo: int, hi: int | None) -> str:
+def quantifier(lo: int, hi: int | None) -> str:
+    """The regex repetition suffix for ``lo`` to ``hi`` (None: unbounded) copies."""
     if (lo, hi) == (0, None):
         return "*"
     if (lo, hi) == (1, None):
@@ -123,7 +124,7 @@ def to_regex(node: Node, resolve: Callable[[Ref], Node]) -> str:
             return ""
         if not _atomic(inner):
             inner = f"(?:{inner})"
-        return inner + _quant(node.lo, node.hi)
+        return inner + quantifier(node.lo, node.hi)
     if isinstance(node, SetOp | Term):
         raise ValueError("set operations and IR terminals have no regex spelling here")
     raise TypeError(f"unexpected node {node!r}")

@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.grammar.json_schema import compile_json_schema
-from tether.grammar.json_schema.compiler import ANY_ORDER_BUDGET
+from tether.grammar.json_schema.object_keywords import ANY_ORDER_BUDGET
 from tether.parser import ByteParser, accepts
 
 DEV = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "jsonschemabench-dev" / "schemas"

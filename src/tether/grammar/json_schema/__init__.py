@@ -2,8 +2,10 @@
 
 Code map: ``check.py`` (the shape of a hostile document, checked first) → ``strings.py``
 (ECMA-262 patterns, JSON string escaping) → ``numbers.py`` (integer and decimal ranges as
-regexes, ``NumberBounds``) → ``layout.py`` (whitespace policy, ``dumps``) → ``compiler.py``
-(references, conjunctions, per-type merging, emission).
+regexes, ``NumberBounds``) → ``layout.py`` (whitespace policy, ``dumps``) → ``context.py``
+(what one compile shares) → ``references.py``, ``combinators.py``, ``per_type.py``,
+``negation.py`` and the ``*_keywords.py`` families → ``compiler.py`` (``compile_json_schema``,
+``dumps_for``). See README.md.
 See docs/json_schema.md for the supported subset.
 """
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tether.errors import LimitError, UnsupportedSchemaError
+from tether.grammar.regexgen import quantifier
 from tether.limits import current
 from tether.regex import charset
 
@@ -647,20 +648,6 @@ def _uhex(cps: list[int]) -> str:
     return "\\\\u00" + body
 
 
-def _rep_suffix(lo: int, hi: int | None) -> str:
-    if (lo, hi) == (0, None):
-        return "*"
-    if (lo, hi) == (1, None):
-        return "+"
-    if (lo, hi) == (0, 1):
-        return "?"
-    if hi is None:
-        return f"{{{lo},}}"
-    if lo == hi:
-        return f"{{{lo}}}"
-    return f"{{{lo},{hi}}}"
-
-
 def _render(node: Node, cset) -> tuple[str, int]:  # type: ignore[no-untyped-def]
     """(regex text, precedence): 0 = atom, 1 = sequence, 2 = alternation."""
     if isinstance(node, CSet):
@@ -686,7 +673,7 @@ def _render(node: Node, cset) -> tuple[str, int]:  # type: ignore[no-untyped-def
     if isinstance(node, Rep):
         t, p = _render(node.item, cset)
         # precedence 1: a quantified atom takes no second quantifier without a group
-        return (f"(?:{t})" if p else t) + _rep_suffix(node.lo, node.hi), 1
+        return (f"(?:{t})" if p else t) + quantifier(node.lo, node.hi), 1
     raise AssertionError(node)
 
 

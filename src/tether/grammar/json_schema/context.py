@@ -1,0 +1,280 @@
+"""The state one JSON Schema compile shares, and the helpers every keyword family uses.
+
+``Context`` holds the options, the grammar being built, the memo of compiled
+conjunctions, the reference index (filled by ``references.py``) and the bookkeeping
+(warnings, fresh names, rules and terminals within ``max_rules``/``max_repeat``). The
+keyword families (``combinators``, ``per_type``, ``negation``, ``*_keywords``,
+``references``, ``validation``, ``canonical``) are functions of a ``Context``; the one
+recursive step they share, ``Context.node`` (a conjunction → its nonterminal), is
+``compiler.SchemaCompiler.node``, so no family imports the one that calls it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any, Literal
+
+from tether.errors import LimitError, SchemaError, UnsupportedSchemaError, limited
+from tether.grammar.ir import NT, Grammar, T, Terminal
+from tether.grammar.json_schema import numbers as num
+from tether.grammar.json_schema.layout import Layout, Spec
+from tether.limits import Limits, current
+
+PropertyOrder = Literal["schema", "any"]
+Draft = Literal["draft4", "draft6", "draft7", "2019-09", "2020-12"]
+
+TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
+
+# keywords that only annotate; ignored safely
+ANNOTATIONS = frozenset(
+    "$schema $id id $anchor $dynamicAnchor $recursiveAnchor $vocabulary $comment $defs "
+    "definitions title description default examples example deprecated readOnly writeOnly "
+    "contentEncoding contentMediaType contentSchema discriminator nullable".split()
+)
+# handled keywords
+HANDLED = frozenset(
+    "type enum const allOf anyOf oneOf $ref not properties required additionalProperties "
+    "patternProperties propertyNames minProperties maxProperties items prefixItems "
+    "additionalItems minItems maxItems uniqueItems contains minContains maxContains "
+    "minLength maxLength pattern format minimum maximum exclusiveMinimum exclusiveMaximum "
+    "multipleOf if then else dependentRequired dependentSchemas dependencies "
+    "unevaluatedProperties unevaluatedItems $dynamicRef $recursiveRef".split()
+)
+OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperties",
+             "propertyNames", "minProperties", "maxProperties", "dependentRequired",
+             "dependentSchemas", "dependencies", "unevaluatedProperties")
+ARRAY_KW = ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
+            "contains", "unevaluatedItems")
+# keywords that say which keys besides the named ones an object may have
+OPEN_KW = ("additionalProperties", "unevaluatedProperties")
+STRING_KW = ("minLength", "maxLength", "pattern", "format")
+NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+
+DEFAULT_BASE = "https://tether.invalid/schema.json"
+
+Member = tuple[Any, str]  # (schema object, JSON pointer)
+
+
+def ptr(base: str, *parts: object) -> str:
+    out = base
+    for p in parts:
+        out += "/" + str(p).replace("~", "~0").replace("/", "~1")
+    return out
+
+
+def json_key(v: Any) -> str:
+    """Equality of JSON values as JSON Schema defines it (1 == 1.0, true != 1)."""
+
+    def norm(x: Any) -> Any:
+        if isinstance(x, bool) or x is None or isinstance(x, str):
+            return x
+        if isinstance(x, (int, float)):
+            return ["#num", str(Fraction(x))] if not (isinstance(x, float) and not math.isfinite(x)) else ["#num", repr(x)]
+        if isinstance(x, list):
+            return [norm(i) for i in x]
+        if isinstance(x, dict):
+            return {k: norm(i) for k, i in x.items()}
+        return repr(x)
+
+    return json.dumps(norm(v), sort_keys=True)
+
+
+def type_of(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    raise SchemaError(f"{limited(v)} is not a JSON value")
+
+
+def allowed_types(flat: list[Member]) -> set[str]:
+    """The JSON types every member's ``type`` allows (``number`` includes ``integer``)."""
+    types = set(TYPES)
+    for s, p in flat:
+        if "type" in s:
+            types &= type_set(s["type"], ptr(p, "type"))
+    if "number" in types:
+        types.add("integer")
+    return types
+
+
+def detect_draft(schema: Any) -> Draft:
+    uri = schema.get("$schema", "") if isinstance(schema, dict) else ""
+    if not isinstance(uri, str):
+        return "2020-12"
+    if "draft-04" in uri:
+        return "draft4"
+    if "draft-06" in uri:
+        return "draft6"
+    if "draft-07" in uri or "draft-03" in uri:
+        return "draft7"
+    if "2019-09" in uri:
+        return "2019-09"
+    return "2020-12"
+
+
+def at_pointer(pointer: str, fn: Callable[[str], Any], pattern: str) -> Any:
+    """``fn(pattern)``, a LimitError naming ``pointer`` beside the offset in the pattern."""
+    try:
+        return fn(pattern)
+    except LimitError as exc:
+        raise LimitError(exc.limit, exc.value, exc.maximum, f"{pointer} ({exc.place})") from None
+
+
+def type_set(t: Any, pointer: str) -> set[str]:
+    names = [t] if isinstance(t, str) else t
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        raise SchemaError(f"'type' must be a type name or a list of them, got {limited(t)}", pointer)
+    bad = [x for x in names if x not in TYPES]
+    if bad:
+        raise SchemaError(f"unknown type {bad[0]!r}; expected one of {', '.join(TYPES)}", pointer)
+    out = set(names)
+    if "number" in out:
+        out.add("integer")
+    return out
+
+
+class Context:
+    """What one compile shares: options, the grammar, memo, reference index, bookkeeping."""
+
+    def __init__(
+        self,
+        schema: Any,
+        *,
+        layout: Layout,
+        property_order: PropertyOrder,
+        lenient: bool,
+        draft: Draft | None,
+        max_repeat: int,
+        max_rules: int,
+        max_depth: int,
+        max_expansion: int,
+        resolve_remote: Callable[[str], Any] | None,
+        limits: Limits | None = None,
+        closed: bool = False,
+        number_bounds: num.NumberBounds | None = None,
+    ) -> None:
+        self.limits = limits or current()
+        self.root = schema
+        self.layout = layout
+        self.order = property_order
+        self.lenient = lenient
+        self.max_repeat = max_repeat
+        self.max_rules = max_rules
+        self.max_depth = max_depth
+        self.max_expansion = max_expansion
+        self.resolve_remote = resolve_remote
+        self.closed = closed
+        self.number_bounds = number_bounds
+        self.draft: Draft = draft or detect_draft(schema)
+        self.g = Grammar(start="root")
+        self.terms: dict[Any, str] = {}
+        self.memo: dict[Any, str | None] = {}
+        self.warned: set[str] = set()
+        self.index: dict[str, Any] = {}
+        self.base_of: dict[int, str] = {}
+        self.ptr_of: dict[int, str] = {}
+        self.docs: dict[str, Any] = {}
+        self.keep: list[Any] = []
+        self.root_validator: Any = None
+        self._synth: dict[Any, dict] = {}
+        self.one_of_warned: set[str] = set()
+        self.member_validators: dict[tuple[int, frozenset[str]], Any] = {}
+        self._n = 0
+        self._shapes: dict[tuple[str | None, str], int] = {}
+        self._shape_of_id: dict[int, int] = {}
+        self.checked: set[int] = set()  # ids of schema objects whose shape was checked
+        self.path: list[str] = []  # pointers of the nodes being compiled, outermost first
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def warn(self, message: str) -> None:
+        if message not in self.warned:
+            self.warned.add(message)
+            self.g.warnings.append(message)
+
+    def unsupported(self, keyword: str, pointer: str, detail: str = "") -> None:
+        if not self.lenient:
+            raise UnsupportedSchemaError(keyword, pointer, detail)
+        err = UnsupportedSchemaError(keyword, pointer, detail)
+        self.warn(f"{err} (ignored: lenient=True; the grammar may allow invalid values)")
+
+    def fresh(self, hint: str) -> str:
+        self._n += 1
+        return f"{hint}_{self._n}"
+
+    def rule(self, lhs: str, *rhs: NT | T) -> None:
+        self.g.add_rule(lhs, *rhs)
+        if len(self.g.rules) > self.max_rules:
+            self.too_many_rules()
+
+    def too_many_rules(self) -> None:
+        raise LimitError("max_rules", len(self.g.rules), self.max_rules, self.path[-1] if self.path else "#",
+                         detail="the schema expands to more grammar rules; raise max_rules, or simplify it")
+
+    def repeat(self, value: int, pointer: str) -> None:
+        """LimitError unless a bound the grammar expands (``maxLength`` ...) fits ``max_repeat``."""
+        if value > self.max_repeat:
+            raise LimitError("max_repeat", value, self.max_repeat, pointer)
+
+    def term(self, spec: Spec, hint: str = "t") -> T:
+        kind, value = spec[0], spec[1]
+        key = (kind, value)
+        name = self.terms.get(key)
+        if name is None:
+            name = f"{hint}{len(self.terms)}"
+            self.terms[key] = name
+            if kind == "lit":
+                self.g.add_terminal(Terminal(name, literal=value))
+            elif kind == "rx":
+                self.g.add_terminal(Terminal(name, regex=value, node=spec[2] if len(spec) > 2 else None))
+            else:
+                self.g.add_terminal(Terminal(name, expr=value))
+        return T(name)
+
+    def shape(self, s: dict) -> int:
+        """The id of the first schema object equal to ``s`` (same JSON text, key order
+        included, and same base URI).
+
+        Equal subschemas compile to the same language, so the memo shares one nonterminal
+        among copies: documents with inlined definitions (no ``$ref``) repeat the same
+        subschema many times.
+        """
+        i = id(s)
+        shape = self._shape_of_id.get(i)
+        if shape is None:
+            try:
+                # key order kept: it is the schema property order; a schema the compiler
+                # made (not indexed: no base URI of its own) is known by identity only
+                text = json.dumps(s) if i in self.base_of else f"#id:{i}"
+            except (TypeError, ValueError):  # not plain JSON: identity only
+                text = f"#id:{i}"
+            shape = self._shape_of_id[i] = self._shapes.setdefault((self.base_of.get(i), text), i)
+        return shape
+
+    def synthetic(self, schema: dict, pointer: str) -> dict:
+        """A schema object made by the compiler (kept alive: members are keyed by id)."""
+        key = (pointer, json.dumps(schema, sort_keys=True, default=id))
+        found = self._synth.get(key)
+        if found is None:
+            found = self._synth[key] = schema
+            self.ptr_of[id(schema)] = pointer
+        return found
+
+    def node(self, members: list[Member], depth: int, consumed: frozenset = frozenset()) -> str | None:
+        """The nonterminal for the conjunction ``members`` at ``depth``; None if empty
+        (``compiler.SchemaCompiler.node``)."""
+        raise NotImplementedError

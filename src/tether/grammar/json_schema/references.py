@@ -1,0 +1,189 @@
+"""``$ref``, ``$id``/``$anchor`` and ``allOf``: the conjunction a subschema stands for.
+
+The document is indexed once (``$id``/``id``, ``$anchor``, JSON pointers); ``resolve``
+finds a ``$ref`` target (in this document, or loaded by ``resolve_remote`` and indexed
+then); ``flatten`` adds ``$ref`` targets and ``allOf`` branches to a conjunction, each
+member once (a recursive reference cannot loop), and refuses a cycle that never reaches
+a property or an item.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import unquote, urldefrag, urljoin
+
+from tether.errors import SchemaError, UnsupportedSchemaError, limited
+from tether.grammar.json_schema.check import check_document
+from tether.grammar.json_schema.context import DEFAULT_BASE, Context, Member, ptr
+from tether.limits import check_deadline
+
+
+def join_uri(base: str, ref: str) -> str:
+    """Resolve ``ref`` against ``base`` (RFC 3986; also for non-hierarchical URNs)."""
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", ref):
+        return ref
+    return urljoin(base, ref)
+
+
+def index_document(c: Context, doc: Any, base: str, pointer: str) -> None:
+    c.docs[urldefrag(base)[0]] = doc
+    index_schema(c, doc, base, pointer)
+
+
+def index_schema(c: Context, s: Any, base: str, pointer: str) -> None:
+    """Record ``$id``/``$anchor`` targets, base URIs and pointers below ``s``
+    (pre-order, iterative: any depth; a Python object met twice is indexed once)."""
+    stack: list[tuple[Any, str, str]] = [(s, base, pointer)]
+    visited: set[int] = set()
+    while stack:
+        s, base, pointer = stack.pop()
+        if isinstance(s, list):
+            stack.extend((s[i], base, ptr(pointer, i)) for i in range(len(s) - 1, -1, -1))
+            continue
+        if not isinstance(s, dict) or id(s) in visited:
+            continue
+        visited.add(id(s))
+        ident = s.get("$id") if "$id" in s else (s.get("id") if c.draft == "draft4" else None)
+        if isinstance(ident, str) and not (c.draft in ("draft4", "draft6", "draft7") and "$ref" in s):
+            if ident.startswith("#") and c.draft in ("draft4", "draft6", "draft7"):
+                c.index[join_uri(base, ident)] = s  # plain-name fragment (old drafts)
+            else:
+                base = join_uri(base, ident)
+                c.index[urldefrag(base)[0]] = s
+                c.docs.setdefault(urldefrag(base)[0], s)
+        for kw in ("$anchor", "$dynamicAnchor"):
+            anchor = s.get(kw)
+            if isinstance(anchor, str):
+                key = urldefrag(base)[0] + "#" + anchor
+                if c.index.setdefault(key, s) is not s:  # two targets: no honest choice
+                    raise SchemaError(f"{kw} {limited(anchor)} is defined twice in one "
+                                      "schema resource", pointer)
+        c.base_of[id(s)] = base
+        c.ptr_of[id(s)] = pointer
+        children: list[tuple[Any, str, str]] = []
+        for k, v in s.items():
+            if k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
+                if isinstance(v, dict):
+                    for name, sub in v.items():
+                        children.append((sub, base, ptr(pointer, k, name)))
+            elif k in ("items", "prefixItems", "allOf", "anyOf", "oneOf", "additionalProperties",
+                       "additionalItems", "propertyNames", "contains", "not", "if", "then", "else",
+                       "unevaluatedProperties", "unevaluatedItems"):
+                children.append((v, base, ptr(pointer, k)))
+            elif k == "dependencies" and isinstance(v, dict):
+                for name, sub in v.items():
+                    if isinstance(sub, dict):
+                        children.append((sub, base, ptr(pointer, k, name)))
+        stack.extend(reversed(children))
+
+
+def resolve(c: Context, ref: Any, holder: dict, pointer: str) -> Member:
+    if not isinstance(ref, str):
+        raise SchemaError("'$ref' must be a string", pointer)
+    base = c.base_of.get(id(holder), DEFAULT_BASE)
+    target = join_uri(base, ref)
+    if target in c.index:
+        s = c.index[target]
+        return s, c.ptr_of.get(id(s), target)
+    uri, frag = urldefrag(target)
+    doc = c.docs.get(uri)
+    if doc is None and uri in c.index:
+        doc = c.index[uri]
+    if doc is None:
+        if c.resolve_remote is not None:
+            try:
+                doc = c.resolve_remote(uri)
+            except Exception as exc:  # noqa: BLE001 - any loader failure is reported alike
+                raise SchemaError(f"cannot load $ref {limited(ref)}: {exc}", pointer) from None
+        if doc is None:
+            raise UnsupportedSchemaError(
+                "$ref", pointer, f"reference {limited(ref)} is not inside this document"
+            )
+        c.keep.append(doc)
+        check_document(doc, c.limits, uri + "#", c.checked)
+        index_document(c, doc, uri, uri + "#")
+        if target in c.index:
+            s = c.index[target]
+            return s, c.ptr_of.get(id(s), target)
+    node = doc
+    if frag:
+        if not frag.startswith("/"):
+            raise SchemaError(f"$ref {limited(ref)}: unknown anchor", pointer)
+        for part in frag[1:].split("/"):
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                raise SchemaError(f"$ref {limited(ref)} points to nothing", pointer)
+    if isinstance(node, dict) and id(node) not in c.checked:
+        # a target outside the schema positions walked so far (an unknown keyword)
+        check_document(node, c.limits, c.ptr_of.get(id(node), target), c.checked)
+    if isinstance(node, dict) and id(node) not in c.base_of:
+        index_schema(c, node, uri, uri + "#" + frag)
+    return node, c.ptr_of.get(id(node), target)
+
+
+def flatten(c: Context, members: list[Member]) -> list[Member] | None:
+    """Add ``$ref`` targets and ``allOf`` branches; None if some member is ``false``.
+
+    A member met again is skipped; met again *inside its own expansion* (a ``$ref``/
+    ``allOf`` cycle that never reaches a property or an item) it is an error: such a
+    schema asks a validator to loop forever.
+    """
+    out: list[Member] = []
+    seen: set[int] = set()
+    on_path: set[int] = set()  # members whose $ref/allOf expansion is under way
+    stack: list[Member | int] = list(reversed(members))  # an int: leave that member
+    steps = 0
+    while stack:
+        top = stack.pop()
+        if isinstance(top, int):
+            on_path.discard(top)
+            continue
+        s, p = top
+        steps += 1
+        if steps > c.max_expansion:
+            raise SchemaError(
+                f"$ref/allOf expansion exceeds {c.max_expansion} schemas", p
+            )
+        if not steps & 255:
+            check_deadline(p)
+        if s is True:
+            continue
+        if s is False:
+            return None
+        if not isinstance(s, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, got {limited(s)}", p)
+        if id(s) in seen:
+            if id(s) in on_path:
+                raise SchemaError(
+                    "a $ref/allOf cycle: the schema refers to itself without a property "
+                    "or an item in between (a validator would loop forever)", p)
+            continue
+        seen.add(id(s))
+        if "$dynamicRef" in s or "$recursiveRef" in s:
+            kw = "$dynamicRef" if "$dynamicRef" in s else "$recursiveRef"
+            c.unsupported(kw, p)
+        nxt: list[Member] = []
+        if "$ref" in s:
+            nxt.append(resolve(c, s["$ref"], s, ptr(p, "$ref")))
+            if c.draft in ("draft4", "draft6", "draft7"):
+                on_path.add(id(s))
+                stack.append(id(s))
+                stack.extend(reversed(nxt))
+                continue  # siblings of $ref are ignored in these drafts
+        out.append((s, p))
+        all_of = s.get("allOf")
+        if all_of is not None:
+            if not isinstance(all_of, list):
+                raise SchemaError("'allOf' must be an array", ptr(p, "allOf"))
+            nxt += [(b, ptr(p, "allOf", i)) for i, b in enumerate(all_of)]
+        on_path.add(id(s))
+        stack.append(id(s))
+        stack.extend(reversed(nxt))
+    return out
