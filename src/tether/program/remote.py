@@ -10,7 +10,9 @@ server              JSON Schema             regex                   choices     
 tether              structured_outputs      structured_outputs      structured_outputs      structured_outputs
                     .json                   .regex (python flavor)  .choice                 .grammar (GBNF)
 vllm                structured_outputs      structured_outputs      structured_outputs      structured_outputs
-                    .json                   .regex                  .choice                 .grammar (GBNF)
+                    .json (+ whitespace:    .regex                  .choice                 .grammar (GBNF)
+                    disable_any_whitespace
+                    or whitespace_pattern)
 llama.cpp           json_schema             grammar (GBNF)          grammar (GBNF)          grammar (GBNF)
 llama-cpp-python    chat: response_format   grammar (GBNF)          grammar (GBNF)          grammar (GBNF)
                     json_object + schema;
@@ -46,7 +48,7 @@ from tether.decoding.decoders import Argmax, ArgumentError, Beam, BestOf, Decode
 from tether.errors import ConstraintError, GrammarError, ModelError, limited
 from tether.models.base import Costs
 from tether.program.generate import Generation
-from tether.program.outputs import DEFAULT_OPTIONS, OutputOptions, OutputSpec, output_spec
+from tether.program.outputs import DEFAULT_OPTIONS, OutputOptions, OutputSpec, Regex, output_spec
 
 SERVERS = ("tether", "vllm", "llama.cpp", "llama-cpp-python", "openai")
 
@@ -157,6 +159,20 @@ def _schema_of(spec: OutputSpec, server: str) -> dict[str, Any]:
     return spec.schema
 
 
+def _vllm_whitespace(whitespace: Any) -> dict[str, Any]:
+    """vLLM's fields for tether's JSON ``whitespace=`` option. vLLM allows any whitespace by
+    default, on which a small model can loop until its budget: the default here, compact,
+    asks for none."""
+    if isinstance(whitespace, Regex):
+        return {"whitespace_pattern": whitespace.pattern}
+    if whitespace == "compact":
+        return {"disable_any_whitespace": True}
+    if whitespace == "flexible":
+        return {}
+    raise _refuse("vllm", f"the JSON layout whitespace={whitespace!r}",
+                  "use 'compact', 'flexible' or a whitespace regex")
+
+
 def constraint_fields(server: str | None, spec: OutputSpec, *, chat: bool) -> RemoteConstraint:
     """The request fields that ask ``server`` to enforce ``spec`` (see the module table).
 
@@ -179,7 +195,10 @@ def constraint_fields(server: str | None, spec: OutputSpec, *, chat: bool) -> Re
         return RemoteConstraint({})
     if server in ("tether", "vllm"):
         if is_json:
-            return RemoteConstraint({"structured_outputs": {"json": _schema_of(spec, server)}})
+            fields: dict[str, Any] = {"json": _schema_of(spec, server)}
+            if server == "vllm":
+                fields.update(_vllm_whitespace(spec.extra.get("whitespace", "compact")))
+            return RemoteConstraint({"structured_outputs": fields})
         if kind == "regex":
             if server == "tether" and spec.extra.get("flavor", "python") != "python":
                 raise _refuse(server, "an ECMAScript-flavor regex", "tether serve reads python-flavor patterns")

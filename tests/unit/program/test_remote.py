@@ -65,7 +65,7 @@ GBNF_REGEX = "root ::= [0-9]{2,3}\n"
     ("tether", "p", regex("[0-9]{2,3}"), "42", {"structured_outputs": {"regex": "[0-9]{2,3}"}}),
     ("tether", "p", ["yes", "no"], "no", {"structured_outputs": {"choice": ["yes", "no"]}}),
     ("tether", MSGS, Grammar.from_gbnf(GBNF_YES_NO), "yes", {"structured_outputs": {"grammar": GBNF_YES_NO}}),
-    ("vllm", "p", SCHEMA, '{"a":1}', {"structured_outputs": {"json": SCHEMA}}),
+    ("vllm", "p", SCHEMA, '{"a":1}', {"structured_outputs": {"json": SCHEMA, "disable_any_whitespace": True}}),
     ("vllm", MSGS, regex("[0-9]{2,3}"), "42", {"structured_outputs": {"regex": "[0-9]{2,3}"}}),
     ("vllm", "p", ["yes", "no"], "yes", {"structured_outputs": {"choice": ["yes", "no"]}}),
     ("vllm", "p", Grammar.from_gbnf(GBNF_YES_NO), "no", {"structured_outputs": {"grammar": GBNF_YES_NO}}),
@@ -88,6 +88,24 @@ def test_request_body(server: str, prompt: Any, output: Any, answer: str, fields
     assert fake.bodies == [body(prompt, **fields)]
     assert fake.paths == ["/v1/chat/completions" if isinstance(prompt, list) else "/v1/completions"]
     assert g.valid and g.text == answer, g
+
+
+@pytest.mark.parametrize(("whitespace", "fields"), [
+    ("compact", {"disable_any_whitespace": True}),
+    ("flexible", {}),
+    (regex("[ ]?"), {"whitespace_pattern": "[ ]?"}),
+])
+def test_vllm_gets_the_json_whitespace_asked_for(whitespace: Any, fields: dict[str, Any]) -> None:
+    fake = Server('{"a": 1}')
+    generate(model("vllm", fake), "p", SCHEMA, max_tokens=16, whitespace=whitespace)
+    assert fake.bodies == [body("p", structured_outputs={"json": SCHEMA, **fields})]
+
+
+def test_vllm_cannot_write_the_pretty_layout() -> None:
+    fake = Server('{"a":1}')
+    with pytest.raises(ConstraintError, match="whitespace='pretty'"):
+        generate(model("vllm", fake), "p", SCHEMA, max_tokens=16, whitespace="pretty")
+    assert fake.bodies == []
 
 
 def test_openai_choices_travel_as_an_enum_in_an_object_and_come_back_unwrapped() -> None:
