@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.decoding.lazy import LazyMatcher
+
 
 def allowed_ids(mask: NDArray[np.uint32], size: int) -> NDArray[np.int64]:
     """Token ids whose bit is set in ``mask`` (bit i of word j = token 32·j + i), below ``size``."""
@@ -58,10 +60,11 @@ def _walk_tails(matcher: Any, items: list[tuple[int, bytes]], depth: int) -> lis
 class Guide:
     """Constraint state of one sequence: matcher (or free) plus pending healed bytes."""
 
-    __slots__ = ("matcher", "vocab", "pending", "_candidates", "error", "eos_done", "_mask")
+    __slots__ = ("matcher", "vocab", "pending", "_candidates", "error", "eos_done", "_mask", "lazy")
 
     def __init__(self, matcher: Any | None, vocabulary: Any, heal: bytes = b"") -> None:
         self.matcher = matcher
+        self.lazy = matcher is not None and isinstance(matcher, LazyMatcher)
         self.vocab = vocabulary
         self.pending = heal
         self._candidates: list[int] | None = None
@@ -74,7 +77,7 @@ class Guide:
         g = Guide.__new__(Guide)
         g.matcher = self.matcher.copy() if self.matcher is not None else None
         g.vocab, g.pending, g._candidates = self.vocab, self.pending, self._candidates
-        g.error, g.eos_done, g._mask = self.error, self.eos_done, None
+        g.error, g.eos_done, g._mask, g.lazy = self.error, self.eos_done, None, self.lazy
         return g
 
     @property
@@ -98,6 +101,8 @@ class Guide:
             return self._healing_allowed()
         if self.matcher is None:
             return None
+        if self.lazy:
+            return self.matcher.candidates()  # type: ignore[no-any-return]
         if self._mask is None:
             self._mask = np.zeros((self.vocab.n_logits + 31) // 32, dtype=np.uint32)
         else:
@@ -117,7 +122,9 @@ class Guide:
             else:
                 tails.append((t, b[len(self.pending) :]))
         if tails:
-            if hasattr(self.matcher, "allowed_bytes"):
+            if self.lazy:  # tested when a decoder prefers them (`accepts`)
+                ok += [t for t, _ in tails]
+            elif hasattr(self.matcher, "allowed_bytes"):
                 ok += _walk_tails(self.matcher, tails, 0)
             else:  # a matcher without byte lookahead: check each tail
                 ok += [t for t, tail in tails if self.matcher.copy().consume_bytes(tail)]
@@ -125,6 +132,19 @@ class Guide:
 
     def _special(self) -> frozenset[int]:
         return frozenset(getattr(self.vocab, "special_ids", ())) | frozenset(self.vocab.eos_ids)
+
+    def accepts(self, token: int) -> bool:
+        """The exact test of a token from `allowed` (a lazy matcher's; True otherwise)."""
+        if not self.lazy:
+            return True
+        if token in self.vocab.eos_ids:
+            return not self.pending and bool(self.matcher.is_accepting())
+        b = self.vocab.tokens[token]
+        if self.pending:
+            if self.pending.startswith(b):  # redoes healed text only (still a token of the output)
+                return bool(b) and bool(self.matcher.accepts_bytes(b""))
+            return b.startswith(self.pending) and bool(self.matcher.accepts_bytes(b[len(self.pending):]))
+        return bool(self.matcher.accepts(token))
 
     # --- advancing ------------------------------------------------------------------------
     def consume(self, token: int) -> bool:
@@ -140,6 +160,9 @@ class Guide:
         b = self.vocab.tokens[token]
         if self.pending:
             if self.pending.startswith(b) and b:
+                if self.lazy and not self.matcher.consume_bytes(b""):  # a lazy matcher counts the token
+                    self.error = getattr(self.matcher, "error", None) or f"token {token} refused"
+                    return False
                 self.pending = self.pending[len(b) :]
                 self._candidates = None
                 return True
