@@ -27,6 +27,9 @@ def allowed_ids(mask: NDArray[np.uint32], size: int) -> NDArray[np.int64]:
     return np.flatnonzero(bits[:size])
 
 
+_HEALING: dict[tuple[str, bytes], list[int]] = {}
+
+
 def healing_candidates(tokens: list[bytes], special: frozenset[int], text: bytes) -> list[int]:
     """Ids of tokens that start with ``text`` (Guidance's rule: the healed text is redone
     by one token, so the model never sees an unnatural split such as ``" "`` +
@@ -112,7 +115,16 @@ class Guide:
 
     def _healing_allowed(self) -> NDArray[np.int64]:
         if self._candidates is None:
-            self._candidates = healing_candidates(self.vocab.tokens, self._special(), self.pending)
+            key = (self.vocab.fingerprint, self.pending)
+            hit = _HEALING.get(key)
+            if hit is None:  # O(V): computed once per vocabulary and healed text
+                hit = healing_candidates(self.vocab.tokens, self._special(), self.pending)
+                if len(_HEALING) >= 64:
+                    _HEALING.clear()
+                _HEALING[key] = hit
+            self._candidates = hit
+        if self.lazy:  # the lazy matcher tests the tails of the candidates a decoder prefers
+            return np.asarray(self._candidates, dtype=np.int64)
         ok = []
         tails: list[tuple[int, bytes]] = []
         for t in self._candidates:
@@ -122,9 +134,7 @@ class Guide:
             else:
                 tails.append((t, b[len(self.pending) :]))
         if tails:
-            if self.lazy:  # tested when a decoder prefers them (`accepts`)
-                ok += [t for t, _ in tails]
-            elif hasattr(self.matcher, "allowed_bytes"):
+            if hasattr(self.matcher, "allowed_bytes"):
                 ok += _walk_tails(self.matcher, tails, 0)
             else:  # a matcher without byte lookahead: check each tail
                 ok += [t for t, tail in tails if self.matcher.copy().consume_bytes(tail)]
@@ -135,16 +145,17 @@ class Guide:
 
     def accepts(self, token: int) -> bool:
         """The exact test of a token from `allowed` (a lazy matcher's; True otherwise)."""
-        if not self.lazy:
+        m = self.matcher
+        if not self.lazy or m is None:
             return True
         if token in self.vocab.eos_ids:
-            return not self.pending and bool(self.matcher.is_accepting())
+            return not self.pending and bool(m.is_accepting())
         b = self.vocab.tokens[token]
         if self.pending:
             if self.pending.startswith(b):  # redoes healed text only (still a token of the output)
-                return bool(b) and bool(self.matcher.accepts_bytes(b""))
-            return b.startswith(self.pending) and bool(self.matcher.accepts_bytes(b[len(self.pending):]))
-        return bool(self.matcher.accepts(token))
+                return bool(b) and bool(m.accepts_bytes(b""))
+            return b.startswith(self.pending) and bool(m.accepts_bytes(b[len(self.pending):]))
+        return bool(m.accepts(token))
 
     # --- advancing ------------------------------------------------------------------------
     def consume(self, token: int) -> bool:
@@ -160,7 +171,8 @@ class Guide:
         b = self.vocab.tokens[token]
         if self.pending:
             if self.pending.startswith(b) and b:
-                if self.lazy and not self.matcher.consume_bytes(b""):  # a lazy matcher counts the token
+                if self.lazy and self.matcher is not None and not self.matcher.consume_bytes(b""):
+                    # a lazy matcher sees the token (it counts toward its budget, not its value)
                     self.error = getattr(self.matcher, "error", None) or f"token {token} refused"
                     return False
                 self.pending = self.pending[len(b) :]

@@ -190,16 +190,17 @@ class HoleMatcher:
         return bool(m.consume_bytes(raw) and m.is_accepting())
 
     def _typed_takes(self, data: bytes, token: int | None) -> bool:
+        """The typed matcher takes the token (no copy: consume, then roll back)."""
         m = self.matchers[0]
-        if token is None:  # the tail of a healing token: its bytes
-            return bool(m.copy().consume_bytes(data)) if data else True
-        if not m.consume(token):
+        if not data:
+            return True
+        if not (m.consume(token) if token is not None else m.consume_bytes(data)):
             return False
         m.rollback(1)
         return True
 
-    def _ok(self, text: str, n_tokens: int, final: bool) -> bool:
-        if final and not self.typed_complete(text):
+    def _ok(self, text: str, n_tokens: int, final: bool, typed: bool = True) -> bool:
+        if final and typed and not self.typed_complete(text):
             return False
         if self.constraint is None:
             return True
@@ -263,8 +264,11 @@ class HoleMatcher:
                 # the rest of the constraint fixed the value with the phrase (X == "Paris."):
                 # STOPS_BEFORE still removes it
                 return Step(data, True, cut, "stop", n_cut, full)
-        if n == self.max_tokens:  # the last token the budget allows: the value is final
-            return Step(data, True, new, "budget") if self._ok(new, n, True) else None
+        if n == self.max_tokens:
+            # the last token the budget allows: the value is final (a typed value may be
+            # cut there, as generate cuts it: not satisfied, no value; budget closing,
+            # on by default, closes it validly before)
+            return Step(data, True, new, "budget") if self._ok(new, n, True, typed=False) else None
         if not self._ok(new, n, False):
             return None
         return Step(data, False, None)
