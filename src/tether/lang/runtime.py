@@ -23,7 +23,6 @@ import contextvars
 import dataclasses
 import functools
 import inspect
-import math
 import sys
 import types
 from collections import deque
@@ -31,9 +30,12 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from tether import limits
 from tether.decoding.decoders import check_int, check_seed
 from tether.decoding.logits import model_call
+from tether.decoding.sampling import argmax, log_softmax
 from tether.decoding.scoring import score_tokens
 from tether.errors import ConstraintError, ModelError, TetherError, limited
 from tether.grammar import Grammar
@@ -708,13 +710,12 @@ class Runtime:
         scores = score_tokens(self.model, ctx, conts, batch=self.batch)
         if not scores:
             return HoleRecord(req.name, "", None, query=req.query, stopped="distribute", distribution={})
-        m = max(scores)
-        ps = [math.exp(x - m) for x in scores]
-        z = sum(ps)
-        dist = {_fmt(v): p / z for v, p in zip(req.support or [], ps, strict=True)}
-        best = (req.support or [])[max(range(len(scores)), key=lambda i: (scores[i], -i))]
+        ps = np.exp(log_softmax(np.asarray(scores)))  # normalised over the support
+        dist = {_fmt(v): float(p) for v, p in zip(req.support or [], ps, strict=True)}
+        k = argmax(np.asarray(scores))
+        best = (req.support or [])[k]
         return HoleRecord(req.name, _fmt(best), best, query=req.query, stopped="distribute",
-                          distribution=dist, logprob=m)
+                          distribution=dist, logprob=scores[k])
 
     def run_simple(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
         """argmax / sample(n): n branches, each with its own control flow, decoded in
