@@ -46,7 +46,6 @@ class Hole:
     """A hole being decoded: its branch (whose guide holds the `HoleMatcher`) and options."""
 
     branch: Any
-    max_tokens: int
     close_at: tuple[str, ...] = ()
     reserve: int = 0
 
@@ -54,11 +53,19 @@ class Hole:
     def matcher(self) -> HoleMatcher:
         return self.branch.guide.matcher  # type: ignore[no-any-return]
 
+    @property
+    def max_tokens(self) -> int:
+        """The branch's token budget: the value's budget, plus the token that only re-writes
+        healed prompt text when there is one (healing redoes its text in one token; while
+        it is pending, one is allowed for)."""
+        m = self.matcher
+        return m.max_tokens + (1 if self.branch.guide.pending else m.redo)
+
     def options(self) -> dict[str, Any]:
         return {"max_tokens": self.max_tokens, "close_at": self.close_at, "reserve": self.reserve}
 
     def with_branch(self, branch: Any) -> Hole:
-        return Hole(branch, self.max_tokens, self.close_at, self.reserve)
+        return Hole(branch, self.close_at, self.reserve)
 
 
 def open_hole(rt: Runtime, ex: Execution, req: HoleRequest, rng: np.random.Generator | None = None) -> Hole:
@@ -82,10 +89,7 @@ def open_hole(rt: Runtime, ex: Execution, req: HoleRequest, rng: np.random.Gener
     if req.spec is not None and req.spec.kind == "triggered":
         region = region_options(req.spec, m.max_tokens)
         close_at, reserve = tuple(region["close_at"]), int(region["reserve"])
-    branch = open_branch(rt.model, prompt, m, heal=heal, rng=rng)
-    # the hole's own budget counts the value's tokens; a token that only redoes healed
-    # prompt text comes on top (at most one per healed byte)
-    return Hole(branch, m.max_tokens + len(heal), close_at, reserve)
+    return Hole(open_branch(rt.model, prompt, m, heal=heal, rng=rng), close_at, reserve)
 
 
 def _how(rt: Runtime, hole: Hole) -> str:

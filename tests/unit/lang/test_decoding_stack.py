@@ -94,3 +94,17 @@ def test_hole_matcher_is_a_lazy_matcher_and_its_choice_is_the_masked_argmax() ->
         assert [j for j, _ in best] == sorted(exact, key=lambda t: (-values[t], t))[:3]
         hole.consume(k)
         assert "e" not in hole.text
+
+
+@pytest.mark.parametrize("decoder", ["argmax", "sample(n=2)", "beam(n=2)"])
+def test_a_healed_hole_closes_within_its_own_budget(decoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first token re-writes the healed space and starts the value (" a"): the
+    value's budget still holds the closing text exactly."""
+    m = rule_model({"Id:": " abcabcabcabcabc"})
+    toks = _first_tokens(monkeypatch)
+    r = load_query("\"Id: [A: r'[a-c]+xyz']\"").run(model=m, max_tokens=5, decoder=decoder, seed=1)
+    if not decoder.startswith("beam"):  # (a beam forks the branch it opened)
+        assert m.vocabulary.tokens[toks[0][0]] == b" a"
+    for res in r.results:
+        h = res.holes[0]
+        assert h.satisfied and h.text.endswith("xyz") and h.n_tokens <= 5 and h.stopped == "budget", h
