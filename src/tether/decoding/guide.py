@@ -133,11 +133,12 @@ class Guide:
                 ok.append(t)
             else:
                 tails.append((t, b[len(self.pending) :]))
-        if tails:
-            if hasattr(self.matcher, "allowed_bytes"):
-                ok += _walk_tails(self.matcher, tails, 0)
+        m = self.matcher
+        if tails and m is not None:
+            if hasattr(m, "allowed_bytes"):
+                ok += _walk_tails(m, tails, 0)
             else:  # a matcher without byte lookahead: check each tail
-                ok += [t for t, tail in tails if self.matcher.copy().consume_bytes(tail)]
+                ok += [t for t, tail in tails if m.copy().consume_bytes(tail)]
         return np.asarray(sorted(ok), dtype=np.int64)
 
     def _special(self) -> frozenset[int]:

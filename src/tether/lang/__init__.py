@@ -12,7 +12,8 @@ Code map, in reading order:
 * ``branches.py`` — holes decoded through ``tether.decoding``: argmax / sample(n)
   branches in lockstep, scripted beam(n) over control flow;
 * ``runtime.py`` — programs, executions (trace, re-played forks), ``distribute``, costs;
-  ``remote.py`` — a hole on a black-box (HTTP) model;
+  ``remote.py`` — a hole on a black-box (HTTP) model; ``decorators.py`` — calling
+  variable decorators;
 * ``query.py`` — ``Query``, ``@query``, ``load_query``, ``run_query``;
 * ``result.py`` — ``QueryResult`` (trace, variables, holes, n results).
 

@@ -21,7 +21,6 @@ logits, budget closing (triggered regions included), ``stop_outside`` and cost a
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +31,7 @@ from tether.decoding.decoders import Sample
 from tether.decoding.healing import plan_healing
 from tether.decoding.logits import context_size
 from tether.decoding.loop import open_branch, step_branches
+from tether.lang.decorators import call_decorator
 from tether.lang.holes import HoleMatcher
 from tether.lang.result import HoleRecord
 from tether.lang.semantics import FIN, evaluate, mentions
@@ -129,18 +129,17 @@ def record(rt: Runtime, hole: Hole, req: HoleRequest) -> HoleRecord:
                       n_tokens=n_tokens, satisfied=ok, logprob=float(hole.branch.logprob))
 
 
-def _stream(req: HoleRequest, hole: Hole, call: Callable[..., Any]) -> None:
+def _stream(req: HoleRequest, hole: Hole) -> None:
+    """Streaming decorators see the hole's text so far (its value once it ended)."""
     m = hole.matcher
     for fn in req.streams:
-        call(fn, m.value if m.done and m.value is not None else m.text, req.context)
+        call_decorator(fn, m.value if m.done and m.value is not None else m.text, req.context)
 
 
 def run_lockstep(rt: Runtime, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
     """argmax / sample(n): n executions, each with its own control flow, their holes
     decoded in lockstep so their model calls can be batched."""
-    from tether.lang.runtime import Execution, call_decorator  # noqa: PLC0415 (runtime imports this module)
-
-    exs = [Execution(program, args, rt) for _ in range(n)]
+    exs = [rt.execution(program, args) for _ in range(n)]
     sampler = Sample(temperature=rt.temperature) if rt.decoder.method == "sample" else None
     rngs = [np.random.default_rng([rt.seed, i]) if rt.seed is not None else np.random.default_rng()
             for i in range(n)]
@@ -165,7 +164,7 @@ def run_lockstep(rt: Runtime, program: Program, args: dict[str, Any], n: int) ->
             h, req = holes[i], exs[i].pending
             assert h is not None and req is not None
             if req.streams:
-                _stream(req, h, call_decorator)
+                _stream(req, h)
             if h.branch.finish is not None:
                 exs[i].resume(record(rt, h, req))
                 holes[i] = None
@@ -176,10 +175,8 @@ Entry = tuple[float, "Execution", Hole | None]  # (log-probability of the earlie
 
 def run_beam(rt: Runtime, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
     """Scripted beam search over the whole program (all holes jointly)."""
-    from tether.lang.runtime import Execution  # noqa: PLC0415 (runtime imports this module)
-
     opts = rt.step_options()
-    beams: list[Entry] = [(0.0, Execution(program, args, rt), None)]
+    beams: list[Entry] = [(0.0, rt.execution(program, args), None)]
     for _ in range(100_000):
         if all(ex.done for _, ex, _ in beams):
             break
@@ -225,8 +222,6 @@ def _advance(rt: Runtime, beams: list[Entry], survivors: list[tuple[float, int, 
              opts: dict[str, Any]) -> list[Entry]:
     """The survivors as beams: extended by their token; a finished hole is recorded in its
     execution (in place when no other survivor shares it, else on a re-played copy)."""
-    from tether.lang.runtime import call_decorator  # noqa: PLC0415 (runtime imports this module)
-
     users: dict[int, int] = {}  # survivors per execution (several beams may share one)
     for _, bi, _, _ in survivors:
         users[id(beams[bi][1])] = users.get(id(beams[bi][1]), 0) + 1

@@ -41,6 +41,7 @@ from tether.errors import ConstraintError, ModelError, TetherError, limited
 from tether.grammar import Grammar
 from tether.lang.branches import run_beam, run_lockstep
 from tether.lang.compiler import HOLE_FN, STR_FN, CompiledBody, compile_body
+from tether.lang.decorators import call_decorator
 from tether.lang.holes import VocabInfo
 from tether.lang.remote import decode_hole_remote
 from tether.lang.result import HoleRecord, QueryResult, Segment
@@ -86,21 +87,6 @@ def streaming(fn: Callable[..., Any]) -> Callable[..., Any]:
     sample(n); beam(n) calls it once with the final value)."""
     fn.__tether_streaming__ = True  # type: ignore[attr-defined]
     return fn
-
-
-def _takes_context(fn: Callable[..., Any]) -> bool:
-    """Does a decorator take LMQL's ``(value, context)`` pair rather than one value?"""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):  # a builtin without a signature: one value
-        return False
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
-
-
-def call_decorator(fn: Callable[..., Any], value: Any, context: Any) -> Any:
-    """``fn(value, context)`` for LMQL's two-argument decorators, else ``fn(value)``."""
-    return fn(value, context) if _takes_context(fn) else fn(value)
 
 
 class Context:
@@ -466,7 +452,7 @@ class Execution:
         if not any(s.kind == "role" for s in self.segments):
             return None
         msgs: list[dict[str, str]] = []
-        role, buf = "", []
+        role, buf = "", list[str]()
         for seg in self.segments:
             if seg.kind == "role":
                 if buf and "".join(buf).strip():
@@ -624,6 +610,10 @@ class Runtime:
         # what the constraint forbids counts as ending the hole (``stop_on_masked``: the same switch)
         self.stop_outside = bool(args.get("stop_outside", True)) and bool(args.get("stop_on_masked", True))
         self._compiled: dict[tuple[int, bool], tuple[OutputSpec, Any]] = {}
+
+    def execution(self, program: Program, args: dict[str, Any]) -> Execution:
+        """A new branch running ``program`` with ``args`` (paused at its first hole)."""
+        return Execution(program, args, self)
 
     def step_options(self) -> dict[str, Any]:
         """The `tether.decoding` options every hole decodes with."""
