@@ -5,7 +5,10 @@ sampling; the next model call evaluates the whole forced run at once through the
 prefix reuse), then the allowed set from the matcher, the scores of those tokens only
 (`tether.decoding.logits`), the choice, and the checks: EOS, matcher finished, stop
 text, token budget. ``n`` sequences advance in lockstep so a backend with
-``logits_batch`` serves them in one forward pass.
+``logits_batch`` serves them in one forward pass. Under a lazy matcher
+(`tether.decoding.lazy`) the allowed set is a superset and the choice tests candidates in
+the decoder's order. `open_branch`/`step_branches` step sequences with different prompts
+together (the query language's holes).
 
 ``close_on_budget=True``: before a token is taken, the decoder checks that the shortest
 completion of the constraint still fits in the remaining budget after it; when it would
