@@ -156,7 +156,7 @@ def odd_baseline(model: Any, options: str, chunk: int) -> str:
 
 
 def score(model: Any, prompt: str, value: str) -> float:
-    from tether.lang.holes import score_text
+    from tether.decoding.scoring import score_tokens
 
     ctx = model.tokenize(prompt, add_bos=True)
     full = model.tokenize(prompt + value, add_bos=True)
@@ -164,7 +164,7 @@ def score(model: Any, prompt: str, value: str) -> float:
     model.costs.generate_calls += 1
     model.costs.prompt_tokens += len(ctx)
     model.costs.generated_tokens += len(cont)
-    return score_text(model, ctx, cont)
+    return score_tokens(model, ctx, [cont], batch=False)[0]
 
 
 def read_line(model: Any, prompt: str, chunk: int, limit: int = 120) -> str:

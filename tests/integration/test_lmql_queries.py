@@ -203,3 +203,47 @@ def test_chat_roles_render_through_the_embedded_models_template(model: Any, monk
     assert len(turn) == 1 and prompts[0].count(turn[0]) >= 2  # the turns, the model's open one last
     assert "What is 2+2?" in text and text.rstrip().endswith("model") and "User:" not in text
     assert r.holes[0].n_tokens < 6 and not r.violations
+
+
+def test_a_hole_is_healed_as_generate_heals(model: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prompt before a hole loses its last token to token healing (a space, or the
+    middle of a word) and the hole writes it again, as `generate` does: same text."""
+    import tether.lang.branches as branches
+    from tether.decoding import plan_healing
+    from tether.lang import load_query
+    from tether.program import generate
+
+    opened: list[Any] = []
+    orig = branches.open_branch
+
+    def spy(*a: Any, **k: Any) -> Any:
+        opened.append(orig(*a, **k))
+        return opened[-1]
+
+    monkeypatch.setattr(branches, "open_branch", spy)
+    for prompt in ("Q: What is the capital of France?\nA: ", "The address of the Python website is http"):
+        _, healed = plan_healing(model.vocabulary, model.tokenize(prompt, add_bos=True))
+        assert healed, prompt
+        escaped = prompt.replace("\n", "\\n")
+        r = load_query(f'"{escaped}[X]" where len(TOKENS(X)) < 5').run(model=model)
+        first = model.vocabulary.tokens[opened[-1].tokens[0]]
+        redo = healed.startswith(first)  # a token that only re-writes healed text (not one of X's)
+        assert redo or first.startswith(healed), (first, healed)  # the hole re-wrote the healed text
+        g = generate(model, prompt, max_tokens=4 + redo)
+        assert r["X"] and r.prompt == prompt + r["X"]
+        assert r["X"] == g.text, (prompt, r["X"], g.text)
+
+
+def test_a_forced_stretch_in_a_hole_is_fast_forwarded(model: Any) -> None:
+    """A regex with a long fixed literal: the literal's tokens are appended without model
+    calls (Costs: fewer forward passes than tokens; Follow checks alone, without the
+    engine's forced tokens, need one call per token)."""
+    from tether.lang import load_query
+
+    q = load_query('"Serial number: [S]" where REGEX(S, r"[0-9]{3}-tether-serial-number-checked")')
+    r = q.run(model=model)
+    h = r.holes[0]
+    assert h.satisfied and h.text.endswith("-tether-serial-number-checked"), h
+    assert r.costs.model_calls + 5 <= h.n_tokens, (r.costs, h)
+    slow = q.run(model=model, decoder="argmax(engine=False)")
+    assert slow["S"] == r["S"] and slow.costs.model_calls > r.costs.model_calls

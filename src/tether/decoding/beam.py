@@ -17,12 +17,18 @@ come back when the constraint admits fewer distinct outputs.
 left is replaced by its parent closed with the parent's shortest completion (forced
 tokens, probability 1), so closed outputs stay within ``max_tokens``.
 
-Regions and ``stop_outside`` as in `tether.decoding.loop` (the helpers of `branch.py`): with ``close_at``
+Regions and ``stop_outside`` as in `tether.decoding.loop` (its helpers): with ``close_at``
 triggers (a triggered output), while a beam's shortest completion passes through a trigger
 the budget check keeps ``reserve`` more tokens, and closing writes the completion only up to
 the end of the trigger (the beam goes on and writes the constrained part). With
 ``stop_outside`` (the default), where a beam's output is complete the model's probability
 of every token the constraint forbids counts toward EOS.
+
+The step is built from public primitives that the query language's scripted beam search
+(beams across holes and the program between them) uses too: `score_beams` (one batched
+model call for the live beams), `candidates` (a beam's best extensions; a lazy
+constraint's best accepted ones), `extend` (a forked beam with one more token, closed on
+the budget when needed, then its forced tokens) and `settle` (forced tokens, budget).
 """
 
 from __future__ import annotations
@@ -39,13 +45,107 @@ from tether.decoding.branch import (
     check_decode_args,
     close_branch,
     completion_tokens,
+    end_with_outside,
+    eos_position,
     region_end,
-    step_scores,
+    scores_or_length,
 )
 from tether.decoding.decoders import Beam, check_bool, check_int
 from tether.decoding.guide import Guide
+from tether.decoding.lazy import best_accepted
 from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
+
+
+def fork(b: Branch) -> Branch:
+    """A copy of beam ``b`` that can advance on its own (its guide and stop scanner forked)."""
+    return b.fork()
+
+
+def settle(model: Any, b: Branch, *, max_tokens: int, fast_forward: bool = True) -> bool:
+    """Append the forced tokens (fast-forward) and apply the budget; True if ``b`` finished."""
+    if fast_forward and b.finish is None:
+        for t in b.guide.fast_forward():
+            if len(b.tokens) >= max_tokens:
+                break
+            b.push(model.vocabulary, t, True)
+            if b.finish:
+                break
+    if b.finish is None and len(b.tokens) >= max_tokens:
+        b.finish = "length"  # (closing happened before the budget, when it was needed)
+    return b.finish is not None
+
+
+def must_close(model: Any, c: Branch, *, max_tokens: int, close_on_budget: bool = True, reserve: int = 0,
+               triggers: Sequence[bytes] = ()) -> bool:
+    """``c``'s shortest completion no longer fits the budget (measured only near it); in a
+    free region (``triggers``) ``reserve`` more tokens are kept."""
+    if not close_on_budget or c.finish is not None or c.guide.free:
+        return False
+    remaining = max_tokens - len(c.tokens)
+    if c.closing_len >= 0 and remaining > c.closing_len + CLOSE_SLACK + reserve:
+        return False
+    toks = completion_tokens(model, c.guide)
+    if toks is None:
+        return False
+    c.closing_len = len(toks)
+    kept = reserve if reserve and region_end(c.guide, triggers) >= 0 else 0  # still in the free region
+    return len(toks) + kept > remaining
+
+
+def score_beams(model: Any, live: Sequence[Branch], *, selective: bool = True,
+                stop_outside: bool = True) -> list[tuple[Branch, Any, Any]]:
+    """(beam, allowed ids or None, constrained log-probabilities) for each live beam, from
+    one batched model call where the backend can; a beam whose context window is full
+    ends with "length" and is left out. With ``stop_outside``, where a beam's output is
+    complete the probability of what the constraint forbids counts toward EOS."""
+    vocab = model.vocabulary
+    asked = [(b, b.guide.allowed()) for b in live]
+    ending: dict[int, Any] = {}  # complete beams: full logits, what leaves the language counts as EOS
+    if stop_outside:
+        for i, (b, ids) in enumerate(asked):
+            if ids is not None and b.guide.matcher is not None and eos_position(vocab, ids) >= 0:
+                ending[id(b)] = ids
+                asked[i] = (b, None)
+    pairs, vals = scores_or_length(model, asked, selective=selective)
+    out = []
+    for (b, ids), v in zip(pairs, vals, strict=True):
+        if id(b) in ending:
+            ids = ending[id(b)]
+            v = end_with_outside(vocab, v, ids)
+        out.append((b, ids, log_softmax(v)))
+    return out
+
+
+def candidates(b: Branch, ids: Any, lp: Any, k: int, *, stop_outside: bool = True) -> list[tuple[float, int]]:
+    """Up to ``k`` extensions (score, token) of beam ``b`` from its log-probabilities ``lp``
+    (a lazy constraint: the ``k`` best it accepts, `tether.decoding.lazy.best_accepted`)."""
+    if len(lp) == 0:
+        return []
+    if b.guide.lazy:
+        best = best_accepted(b.guide, ids, lp, k, stop_outside=stop_outside)
+        return [(b.logprob + s, int(ids[j]) if ids is not None else j) for j, s in best]
+    k = min(k, int(np.isfinite(lp).sum()))
+    if k <= 0:
+        return []
+    top = np.argpartition(-lp, k - 1)[:k] if k < len(lp) else np.arange(len(lp))
+    return [(b.logprob + float(lp[j]), int(ids[j]) if ids is not None else int(j)) for j in top]
+
+
+def extend(model: Any, parent: Branch, score: float, token: int, *, max_tokens: int, fast_forward: bool = True,
+           close_on_budget: bool = True, reserve: int = 0, triggers: Sequence[bytes] = ()) -> Branch:
+    """A new beam: ``parent`` with ``token`` (scored ``score``) and then its forced tokens.
+    When the token would leave no room to finish, ``parent`` is closed instead (in a free
+    region: up to the end of the trigger, and the beam goes on)."""
+    c = fork(parent)
+    c.logprob = score
+    c.push(model.vocabulary, token, False)
+    if must_close(model, c, max_tokens=max_tokens, close_on_budget=close_on_budget, reserve=reserve,
+                  triggers=triggers):
+        c = fork(parent)
+        close_branch(model, c, max_tokens, triggers)
+    settle(model, c, max_tokens=max_tokens, fast_forward=fast_forward)
+    return c
 
 
 def beam_search(
@@ -78,32 +178,8 @@ def beam_search(
     live = [Branch(list(prompt_tokens), Guide(matcher, vocab, heal), StopScanner(stop), None, origin)]
     finished: dict[bytes, Branch] = {}
 
-    def settle(b: Branch) -> bool:
-        """Forced tokens and budget; True if the beam finished."""
-        if fast_forward and b.finish is None:
-            for t in b.guide.fast_forward():
-                if len(b.tokens) >= max_tokens:
-                    break
-                b.push(vocab, t, True)
-                if b.finish:
-                    break
-        if b.finish is None and len(b.tokens) >= max_tokens:
-            b.finish = "length"  # (closing happened before the budget, when it was needed)
-        return b.finish is not None
-
-    def mustclose_branch(c: Branch) -> bool:
-        """``c``'s shortest completion no longer fits the budget (measured only near it)."""
-        if not close_on_budget or c.finish is not None or c.guide.free:
-            return False
-        remaining = max_tokens - len(c.tokens)
-        if c.closing_len >= 0 and remaining > c.closing_len + CLOSE_SLACK + reserve:
-            return False
-        toks = completion_tokens(model, c.guide)
-        if toks is None:
-            return False
-        c.closing_len = len(toks)
-        kept = reserve if reserve and region_end(c.guide, triggers) >= 0 else 0  # still in the free region
-        return len(toks) + kept > remaining
+    opts = dict(max_tokens=max_tokens, fast_forward=fast_forward, close_on_budget=close_on_budget,
+                reserve=reserve, triggers=triggers)
 
     def add_finished(b: Branch) -> None:
         if b.finish == "error":
@@ -120,33 +196,24 @@ def beam_search(
         return sorted(done, reverse=True)[decoder.n - 1]
 
     for b in live:
-        if settle(b):
+        if settle(model, b, max_tokens=max_tokens, fast_forward=fast_forward):
             add_finished(b)
     live = [b for b in live if b.finish is None]
     generated = 0
     while live:
         if max(b.logprob for b in live) <= nth_best():
             break
-        asked = [(b, b.guide.allowed()) for b in live]
-        pairs, vals = step_scores(model, asked, selective=selective, stop_outside=stop_outside)
+        scored = score_beams(model, live, selective=selective, stop_outside=stop_outside)
         for b in live:
             if b.finish is not None:  # the context window is full
                 add_finished(b)
-        live = [b for b, _ in pairs]
+        live = [b for b, _, _ in scored]
         cands: list[tuple[float, int, int]] = []
-        for bi, ((b, ids), v) in enumerate(zip(pairs, vals, strict=True)):
-            if len(v) == 0:
-                continue
-            lp = log_softmax(v)
+        for bi, (b, ids, lp) in enumerate(scored):
             # more than ``width`` candidates per beam: extensions that merge with others
             # (same text by another tokenization) do not take a slot
-            k = min(4 * width + 4, int(np.isfinite(lp).sum()))
-            if k <= 0:
-                continue
-            top = np.argpartition(-lp, k - 1)[:k] if k < len(lp) else np.arange(len(lp))
-            for j in top:
-                token = int(ids[j]) if ids is not None else int(j)
-                cands.append((b.logprob + float(lp[j]), bi, token))
+            cands += [(score, bi, token) for score, token in candidates(b, ids, lp, 4 * width + 4,
+                                                                         stop_outside=stop_outside)]
         cands.sort(key=lambda c: (-c[0], c[1], c[2]))
         new_live: list[Branch] = []
         seen: set[bytes] = set()
@@ -154,14 +221,9 @@ def beam_search(
         for score, bi, token in cands:
             if taken >= width:
                 break
-            c = live[bi].fork()
-            c.logprob = score
-            c.push(vocab, token, False)
+            c = extend(model, live[bi], score, token, **opts)  # type: ignore[arg-type]
             generated += 1
-            if mustclose_branch(c):  # the token would leave no room to finish: close the parent instead
-                c = live[bi].fork()
-                close_branch(model, c, max_tokens, triggers)  # (in a free region: up to the trigger, and on)
-            if settle(c):  # a finished beam takes a slot only when its text is new
+            if c.finish is not None:  # a finished beam takes a slot only when its text is new
                 key = bytes(c.scanner.text)
                 if c.finish != "error" and key not in finished:
                     taken += 1

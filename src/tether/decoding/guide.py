@@ -18,11 +18,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.decoding.lazy import LazyMatcher
+
 
 def allowed_ids(mask: NDArray[np.uint32], size: int) -> NDArray[np.int64]:
     """Token ids whose bit is set in ``mask`` (bit i of word j = token 32·j + i), below ``size``."""
     bits = np.unpackbits(mask.view(np.uint8), bitorder="little")
     return np.flatnonzero(bits[:size])
+
+
+_HEALING: dict[tuple[str, bytes], list[int]] = {}
 
 
 def healing_candidates(tokens: list[bytes], special: frozenset[int], text: bytes) -> list[int]:
@@ -58,10 +63,11 @@ def _walk_tails(matcher: Any, items: list[tuple[int, bytes]], depth: int) -> lis
 class Guide:
     """Constraint state of one sequence: matcher (or free) plus pending healed bytes."""
 
-    __slots__ = ("matcher", "vocab", "pending", "_candidates", "error", "eos_done", "_mask")
+    __slots__ = ("matcher", "vocab", "pending", "_candidates", "error", "eos_done", "_mask", "lazy")
 
     def __init__(self, matcher: Any | None, vocabulary: Any, heal: bytes = b"") -> None:
         self.matcher = matcher
+        self.lazy = matcher is not None and isinstance(matcher, LazyMatcher)
         self.vocab = vocabulary
         self.pending = heal
         self._candidates: list[int] | None = None
@@ -74,7 +80,7 @@ class Guide:
         g = Guide.__new__(Guide)
         g.matcher = self.matcher.copy() if self.matcher is not None else None
         g.vocab, g.pending, g._candidates = self.vocab, self.pending, self._candidates
-        g.error, g.eos_done, g._mask = self.error, self.eos_done, None
+        g.error, g.eos_done, g._mask, g.lazy = self.error, self.eos_done, None, self.lazy
         return g
 
     @property
@@ -98,6 +104,8 @@ class Guide:
             return self._healing_allowed()
         if self.matcher is None:
             return None
+        if self.lazy:
+            return self.matcher.candidates()  # type: ignore[no-any-return]
         if self._mask is None:
             self._mask = np.zeros((self.vocab.n_logits + 31) // 32, dtype=np.uint32)
         else:
@@ -107,7 +115,16 @@ class Guide:
 
     def _healing_allowed(self) -> NDArray[np.int64]:
         if self._candidates is None:
-            self._candidates = healing_candidates(self.vocab.tokens, self._special(), self.pending)
+            key = (self.vocab.fingerprint, self.pending)
+            hit = _HEALING.get(key)
+            if hit is None:  # O(V): computed once per vocabulary and healed text
+                hit = healing_candidates(self.vocab.tokens, self._special(), self.pending)
+                if len(_HEALING) >= 64:
+                    _HEALING.clear()
+                _HEALING[key] = hit
+            self._candidates = hit
+        if self.lazy:  # the lazy matcher tests the tails of the candidates a decoder prefers
+            return np.asarray(self._candidates, dtype=np.int64)
         ok = []
         tails: list[tuple[int, bytes]] = []
         for t in self._candidates:
@@ -116,15 +133,30 @@ class Guide:
                 ok.append(t)
             else:
                 tails.append((t, b[len(self.pending) :]))
-        if tails:
-            if hasattr(self.matcher, "allowed_bytes"):
-                ok += _walk_tails(self.matcher, tails, 0)
+        m = self.matcher
+        if tails and m is not None:
+            if hasattr(m, "allowed_bytes"):
+                ok += _walk_tails(m, tails, 0)
             else:  # a matcher without byte lookahead: check each tail
-                ok += [t for t, tail in tails if self.matcher.copy().consume_bytes(tail)]
+                ok += [t for t, tail in tails if m.copy().consume_bytes(tail)]
         return np.asarray(sorted(ok), dtype=np.int64)
 
     def _special(self) -> frozenset[int]:
         return frozenset(getattr(self.vocab, "special_ids", ())) | frozenset(self.vocab.eos_ids)
+
+    def accepts(self, token: int) -> bool:
+        """The exact test of a token from `allowed` (a lazy matcher's; True otherwise)."""
+        m = self.matcher
+        if not self.lazy or m is None:
+            return True
+        if token in self.vocab.eos_ids:
+            return not self.pending and bool(m.is_accepting())
+        b = self.vocab.tokens[token]
+        if self.pending:
+            if self.pending.startswith(b):  # redoes healed text only (still a token of the output)
+                return bool(b) and bool(m.accepts_bytes(b""))
+            return b.startswith(self.pending) and bool(m.accepts_bytes(b[len(self.pending):]))
+        return bool(m.accepts(token))
 
     # --- advancing ------------------------------------------------------------------------
     def consume(self, token: int) -> bool:
@@ -140,6 +172,10 @@ class Guide:
         b = self.vocab.tokens[token]
         if self.pending:
             if self.pending.startswith(b) and b:
+                if self.lazy and self.matcher is not None and not self.matcher.consume_bytes(b""):
+                    # a lazy matcher sees the token (it counts toward its budget, not its value)
+                    self.error = getattr(self.matcher, "error", None) or f"token {token} refused"
+                    return False
                 self.pending = self.pending[len(b) :]
                 self._candidates = None
                 return True

@@ -5,7 +5,10 @@ sampling; the next model call evaluates the whole forced run at once through the
 prefix reuse), then the allowed set from the matcher, the scores of those tokens only
 (`tether.decoding.logits`), the choice, and the checks: EOS, matcher finished, stop
 text, token budget. ``n`` sequences advance in lockstep so a backend with
-``logits_batch`` serves them in one forward pass.
+``logits_batch`` serves them in one forward pass. Under a lazy matcher
+(`tether.decoding.lazy`) the allowed set is a superset and the choice tests candidates in
+the decoder's order. `open_branch`/`step_branches` step sequences with different prompts
+together (the query language's holes).
 
 ``close_on_budget=True``: before a token is taken, the decoder checks that the shortest
 completion of the constraint still fits in the remaining budget after it; when it would
@@ -69,7 +72,9 @@ from tether.decoding.decoders import (
     check_int,
 )
 from tether.decoding.guide import Guide
-from tether.decoding.sampling import argmax, log_softmax, sample
+from tether.decoding.lazy import choose
+from tether.decoding.logits import check_prompt_fits
+from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
 
 # Names other modules import from here, kept while they move to branch.py (issue 17);
@@ -139,7 +144,10 @@ def _step(
     pairs, vals = step_scores(model, pairs, selective=selective, stop_outside=stop_outside)
     # 4. choice
     for (b, ids), v in zip(pairs, vals, strict=True):
-        k = argmax(v) if sampler is None else sample(v, sampler, b.rng)  # type: ignore[arg-type]
+        k = choose(b.guide, ids, v, sampler, b.rng, stop_outside=stop_outside)  # (lazy matchers: tested in order)
+        if k < 0:
+            b.finish, b.error = "error", "the constraint allows no token here"
+            continue
         token = int(ids[k]) if ids is not None else k
         remaining = max_tokens - len(b.tokens)
         if close_on_budget and not b.guide.free and (
@@ -268,3 +276,36 @@ def decode(
     if isinstance(decoder, BestOf):
         final.sort(key=lambda d: (d.finish_reason == "error", -d.logprob))
     return final
+
+
+# -- branches driven from outside (the query language: one branch per hole, in lockstep) --
+
+
+def open_branch(model: Any, prompt_tokens: Sequence[int], matcher: Any | None = None, *, heal: bytes = b"",
+                stop: Sequence[str | bytes] = (), rng: np.random.Generator | None = None) -> Branch:
+    """One sequence to decode after ``prompt_tokens`` under ``matcher`` (healing ``heal``),
+    advanced by `step_branches` together with others (each with its own prompt). Counts
+    one generate call and the prompt's tokens; raises ContextLengthError for a prompt
+    longer than the model's window."""
+    check_prompt_fits(model, prompt_tokens)
+    origin = matcher.copy() if matcher is not None else None
+    b = Branch(list(prompt_tokens), Guide(matcher, model.vocabulary, heal), StopScanner(stop), rng, origin)
+    model.costs.generate_calls += 1
+    model.costs.prompt_tokens += len(prompt_tokens)
+    return b
+
+
+def step_branches(model: Any, branches: Sequence[Branch], sampler: Sample | None = None, *, max_tokens: int,
+                  fast_forward: bool = True, close_on_budget: bool = False, selective: bool = True,
+                  close_at: Sequence[str | bytes] = (), reserve: int = 0, stop_outside: bool = True) -> None:
+    """One step of every live branch, as `decode` steps its sequences (forced tokens, one
+    batched model call where the backend can, the choice, the checks); counts the tokens
+    generated. ``sampler`` None: argmax (each branch draws from its own ``rng``)."""
+    live = [b for b in branches if b.finish is None]
+    if not live:
+        return
+    before = sum(len(b.tokens) for b in live)
+    triggers = [t.encode() if isinstance(t, str) else bytes(t) for t in close_at]
+    _step(model, live, sampler, max_tokens=max_tokens, fast_forward=fast_forward, close_on_budget=close_on_budget,
+          selective=selective, close_at=triggers, reserve=reserve, stop_outside=stop_outside)
+    model.costs.generated_tokens += sum(len(b.tokens) for b in live) - before

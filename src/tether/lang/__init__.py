@@ -7,8 +7,13 @@ Code map, in reading order:
 * ``compiler.py`` — query body → Python generator function yielding prompt events;
 * ``semantics.py`` — value / Final / Follow semantics of constraints (Tables 1, 2);
 * ``prefix_regex.py`` — regex prefix viability (Follow of ``REGEX`` and typed holes);
-* ``holes.py`` — decoding one hole: lazy Follow masking, exact prefilters, stop phrases;
-* ``runtime.py`` — branches, argmax / sample(n) / scripted beam(n), ``distribute``, costs;
+* ``holes.py`` — one hole's constraint as a lazy matcher: Follow checks, exact
+  prefilters, engine masks, stop phrases, token budgets;
+* ``branches.py`` — holes decoded through ``tether.decoding``: argmax / sample(n)
+  branches in lockstep, scripted beam(n) over control flow;
+* ``runtime.py`` — programs, executions (trace, re-played forks), ``distribute``, costs;
+  ``remote.py`` — a hole on a black-box (HTTP) model; ``decorators.py`` — calling
+  variable decorators;
 * ``query.py`` — ``Query``, ``@query``, ``load_query``, ``run_query``;
 * ``result.py`` — ``QueryResult`` (trace, variables, holes, n results).
 

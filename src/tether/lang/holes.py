@@ -1,42 +1,41 @@
-"""Decode one hole under its constraint: Final-semantics checks and Follow masking per token.
+"""One hole's constraint as a lazy matcher: Final-semantics checks and Follow masking per token.
 
-``HoleDecoder`` holds one hole's decoding state for one branch. Per step the runtime asks
-for candidates in the model's order of preference; each candidate token ``t`` is checked
-with Follow (``semantics.follow``): the token is masked exactly when the constraint would
-evaluate to ``fin(False)`` with the value extended by ``t`` (sound, Theorem 5.1). This is
-lazy masking: tokens are checked in order of probability until the decoder has what it
-needs (one token for argmax, a sample for sampling — rejection sampling from the masked
-distribution is the same distribution — n tokens per beam), so a step costs a handful of
-checks instead of one per vocabulary entry.
+``HoleMatcher`` is the hole's constraint in the form `tether.decoding` steps through (a
+`tether.decoding.lazy.LazyMatcher`): the decoding loop, its decoders, token healing,
+fast-forward, selective logits, budget closing and cost accounting are the ones
+``generate`` uses. Each candidate token ``t`` is checked with Follow
+(``semantics.follow``): the token is masked exactly when the constraint would evaluate to
+``fin(False)`` with the value extended by ``t`` (sound, Theorem 5.1). Masking is lazy: the
+decoders test candidates in their order of preference until they have what they need (one
+token for argmax, a draw for sampling, the best few for a beam), so a step costs a handful
+of checks instead of one per vocabulary entry.
 
-Exact parts of a constraint narrow the candidates up front, without per-token checks:
-``V in [...]``/``V == s`` (tokens that are prefixes of a remaining choice, found by
-dictionary lookups), ``INT`` (digit tokens), ``len(TOKENS(V)) < n`` (a token budget),
-``len(V) < n`` (token character lengths). Stop phrases (``STOPS_AT``/``STOPS_BEFORE``)
-end the hole at the first occurrence, cutting a token that overshoots (the cut value is
-what the constraint sees, so a gated stop like ``len(TOKENS(S)) > 15 and STOPS_AT(S,
-".")`` does not fire early).
+Exact parts of a constraint narrow the candidates up front (``candidates``), without
+per-token checks: ``V in [...]``/``V == s`` (tokens that are prefixes of a remaining
+choice, found by dictionary lookups), ``INT`` (digit tokens), ``len(V) < n`` (token
+character lengths), and the engine masks of ``REGEX``/``INT`` and of a typed hole's
+output. ``len(TOKENS(V)) < n`` is a token budget: the last token it allows makes the value
+final. Stop phrases (``STOPS_AT``/``STOPS_BEFORE``) end the hole at the first occurrence,
+cutting a token that overshoots (the cut value is what the constraint sees, so a gated
+stop like ``len(TOKENS(S)) > 15 and STOPS_AT(S, ".")`` does not fire early). A single
+engine matcher (a typed hole, one ``REGEX``/``INT``) also gives the forced tokens
+(fast-forward) and the shortest completion (budget closing).
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
-import math
 import re
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from tether.decoding.loop import _region_end
-from tether.decoding.tokenize import tokens_for_bytes
-from tether.errors import TetherError
+from tether.errors import ConstraintError
 from tether.lang.semantics import HoleState, Plan, evaluate, plan
 from tether.tokens.bitmask import allocate_mask, mask_to_ids
-
-END = -1  # the "end of hole" candidate (EOS, or the model choosing the text after the hole)
 
 
 def engine_matchers(model: Any, patterns: list[str]) -> list[Any]:
@@ -102,13 +101,12 @@ class VocabInfo:
 
 @dataclass
 class Step:
-    """An accepted candidate: token (or END), its log-probability and where it leads."""
+    """An accepted token's effect: its text, whether it ends the hole, and how."""
 
-    token: int
-    logprob: float
+    data: bytes
     ends: bool
     value: str | None  # final value when ``ends``
-    reason: str = ""  # why the hole ends: "eos", "stop", "budget"
+    reason: str = ""  # why the hole ends: "stop", "budget"
     n_value: int = -1  # a stop cut the value: tokens that reach into it (-1: all of them)
     stop_text: str = ""  # a stop cut the value: the text up to the end of the stop phrase
 
@@ -129,20 +127,17 @@ def _decode_strict(raw: bytes) -> str | None:
         return None
 
 
-class HoleDecoder:
-    """Decoding state of one hole in one branch (cheap to copy for beams)."""
+class HoleMatcher:
+    """Decoding state of one hole in one branch (a lazy matcher; cheap to copy for beams)."""
 
-    def __init__(self, model: Any, info: VocabInfo, prompt_tokens: list[int], name: str,
-                 constraint: ast.expr | None, scope: dict[str, Any], future: frozenset[str],
-                 post_text: str = "", max_tokens: int = 128, stop_on_masked: bool = True,
-                 use_engine: bool = True, typed: Any | None = None) -> None:
-        self.model, self.info = model, info
-        self.prompt_tokens = prompt_tokens
+    def __init__(self, model: Any, info: VocabInfo, name: str, constraint: ast.expr | None, scope: dict[str, Any],
+                 future: frozenset[str], max_tokens: int = 128, use_engine: bool = True,
+                 typed: Any | None = None) -> None:
+        self.info = info
         self.name = name
         self.constraint = constraint
-        self.post_text = post_text
-        self.stop_on_masked = stop_on_masked
-        self.tokens: list[int] = []
+        self.n = 0  # tokens of the value so far
+        self.redo = 0  # tokens that only redid text token healing removed from the prompt
         self.raw = b""
         self.state = HoleState(name, "", False, 0, scope, future - {name} - scope.keys(),
                                lambda s: model.tokenize(s, add_bos=False))
@@ -154,27 +149,24 @@ class HoleDecoder:
         self.origin = typed.copy() if typed is not None else None  # re-checks a cut value
         if typed is not None:
             self.matchers.insert(0, typed)
-        self.stop_outside = self.typed  # what the type forbids counts as ending (`best_steps`; the runtime's
-        # ``stop_outside=False`` decoder keyword turns it off)
-        self.triggers: list[bytes] = []  # triggered region (AFTER): budget closing stops at a trigger
-        self.reserve = 0  # tokens kept for the constrained part while in the free region
         self.max_tokens = max_tokens if self.plan.max_tokens is None else min(max_tokens, self.plan.max_tokens)
-        self.logprob = 0.0
         self.done = False
         self.value: str | None = None
-        self.reason = ""
+        self.reason = ""  # why the hole ended by itself: "eos", "stop", "budget"
         self.checks = 0
-        self.closing_len = -1  # tokens of the shortest completion when last measured; -1: never
         self.lens: list[int] = []  # characters of the decoded text after each token
         self.value_tokens = -1  # tokens of the value when a stop phrase cut it (-1: all)
         self.stop_text = ""  # the text up to the end of the stop phrase that ended the hole
+        self.error: str | None = None
+        self._seen: dict[Any, Step | None] = {}  # checks made in the current state
+        self._end: bool | None = None
 
-    def copy(self) -> HoleDecoder:
-        c = object.__new__(HoleDecoder)
+    def copy(self) -> HoleMatcher:
+        c = object.__new__(HoleMatcher)
         c.__dict__.update(self.__dict__)
-        c.tokens = list(self.tokens)
         c.lens = list(self.lens)
         c.matchers = [m.copy() for m in self.matchers]
+        c._seen = dict(self._seen)
         return c
 
     @property
@@ -188,7 +180,7 @@ class HoleDecoder:
         if not self.typed:
             return True
         raw = text.encode()
-        if not self.done and raw.startswith(self.raw):  # (a step that ends the hole is not consumed)
+        if not self.done and raw.startswith(self.raw):
             if raw == self.raw:
                 return bool(self.matchers[0].is_accepting())
             m = self.matchers[0].copy()  # a candidate's extension: from the current state
@@ -197,15 +189,18 @@ class HoleDecoder:
         m = self.origin.copy()
         return bool(m.consume_bytes(raw) and m.is_accepting())
 
-    def _typed_takes(self, token: int) -> bool:
+    def _typed_takes(self, data: bytes, token: int | None) -> bool:
+        """The typed matcher takes the token (no copy: consume, then roll back)."""
         m = self.matchers[0]
-        if not m.consume(token):
+        if not data:
+            return True
+        if not (m.consume(token) if token is not None else m.consume_bytes(data)):
             return False
         m.rollback(1)
         return True
 
-    def _ok(self, text: str, n_tokens: int, final: bool) -> bool:
-        if final and not self.typed_complete(text):
+    def _ok(self, text: str, n_tokens: int, final: bool, typed: bool = True) -> bool:
+        if final and typed and not self.typed_complete(text):
             return False
         if self.constraint is None:
             return True
@@ -222,22 +217,32 @@ class HoleDecoder:
         return all(compile_prefix(p).viable(text + rep) for p in self.plan.regexes)
 
     def end_allowed(self) -> bool:
-        return self._ok(self.text, len(self.tokens), True)
+        """The value as it is may be final (EOS allowed)."""
+        if self._end is None:
+            self._end = self._ok(self.text, self.n, True)
+        return self._end
 
-    def check(self, token: int) -> Step | None:
-        """Follow for a non-END token: None if masked, else the step it makes."""
-        info = self.info
-        if token in info.eos:
-            return Step(END, 0.0, True, self.text, "eos") if self.end_allowed() else None
-        if token < 0 or token >= info.size or info.skip[token]:
+    def _check(self, data: bytes, token: int | None) -> Step | None:
+        """Follow for a token whose text is ``data``: None if masked, else the step it makes."""
+        key = token if token is not None else data
+        if key in self._seen:
+            return self._seen[key]
+        step = self._follow(data, token)
+        self._seen[key] = step
+        return step
+
+    def _follow(self, data: bytes, token: int | None) -> Step | None:
+        if self.done:
             return None
-        n = len(self.tokens) + 1
+        if not data and token is None:  # a token that only redoes healed prompt text
+            return Step(b"", False, None)
+        n = self.n + 1
         if n > self.max_tokens:
             return None
-        if self.typed and not self._typed_takes(token):
+        if self.typed and not self._typed_takes(data, token):
             return None
         old = self.text
-        raw = self.raw + info.token_bytes[token]
+        raw = self.raw + data
         new = _decode_strict(raw)
         if new is None:
             return None
@@ -254,33 +259,30 @@ class HoleDecoder:
             # only the tokens that reach into the value count for TOKENS(...)
             n_cut = 0 if not cut else bisect.bisect_left([*self.lens, len(new)], len(cut)) + 1
             if self._ok(cut, n_cut, True):
-                return Step(token, 0.0, True, cut, "stop", n_cut, full)
+                return Step(data, True, cut, "stop", n_cut, full)
             if cut != full and self._ok(full, n, True):
                 # the rest of the constraint fixed the value with the phrase (X == "Paris."):
                 # STOPS_BEFORE still removes it
-                return Step(token, 0.0, True, cut, "stop", n_cut, full)
-        if n == self.max_tokens:  # the last token the budget allows: the value is final
-            return Step(token, 0.0, True, new, "budget") if self._ok(new, n, True) else None
+                return Step(data, True, cut, "stop", n_cut, full)
+        if n == self.max_tokens:
+            # the last token the budget allows: the value is final (a typed value may be
+            # cut there, as generate cuts it: not satisfied, no value; budget closing,
+            # on by default, closes it validly before)
+            return Step(data, True, new, "budget") if self._ok(new, n, True, typed=False) else None
         if not self._ok(new, n, False):
             return None
-        return Step(token, 0.0, False, None)
+        return Step(data, False, None)
 
-    def ends_by_post_text(self, token: int) -> bool:
-        """The model chose a (masked) token that starts the text after the hole: end here."""
-        if not self.post_text or token in self.info.eos or token >= self.info.size:
-            return False
-        b = self.info.token_bytes[token]
-        return bool(b) and b.decode("utf-8", "ignore")[:1] == self.post_text[:1]
+    # -- the lazy matcher (tether.decoding.lazy.LazyMatcher) ------------------------------
 
-    # -- candidates ---------------------------------------------------------------------
-
-    def prefilter(self) -> np.ndarray | None:
-        """Token ids the exact parts of the constraint allow next (None: no narrowing).
-        Always includes the EOS ids; the END decision is checked separately."""
+    def candidates(self) -> NDArray[np.int64] | None:
+        """Token ids the exact parts of the constraint allow next, EOS where the value may
+        end (None: no narrowing, every ordinary token and EOS)."""
         info, p = self.info, self.plan
+        eos = np.array(sorted(info.eos), dtype=np.int64) if self.end_allowed() else np.zeros(0, dtype=np.int64)
+        if self.done or self.n >= self.max_tokens:
+            return eos
         sets: list[np.ndarray] = []
-        if len(self.tokens) >= self.max_tokens:
-            return np.array(sorted(info.eos), dtype=np.int64)
         if p.choices is not None:
             ids: set[int] = set()
             for c in p.choices:
@@ -310,303 +312,93 @@ class HoleDecoder:
             keep = np.zeros(info.size, dtype=bool)
             keep[s] = True
             out = out[keep[out]]
-        eos = np.array(sorted(info.eos), dtype=np.int64)
-        at = np.searchsorted(out, eos)
-        missing = eos[(at >= len(out)) | (out[np.minimum(at, max(len(out) - 1, 0))] != eos)] if len(out) else eos
-        return np.insert(out, np.searchsorted(out, missing), missing) if len(missing) else out
+        keep = np.ones(len(out), dtype=bool)
+        keep[info.skip[out]] = False
+        keep[np.isin(out, list(info.eos))] = False
+        out = out[keep]
+        return np.union1d(out, eos).astype(np.int64) if len(eos) else out
 
-    def ordered(self, logits: np.ndarray, allowed: np.ndarray | None) -> Iterator[int]:
-        """Candidate ids, most likely first (lazy: partial sorts, growing). An allowed set
-        of up to 8192 ids is sorted at once (stable: ties in id order)."""
-        n = self.info.size
-        if allowed is not None:
-            if len(allowed) == 0:
-                return
-            row = logits[allowed]
-            if len(allowed) <= 8192:
-                for j in np.argsort(-row, kind="stable"):
-                    yield int(allowed[j])
-                return
-        else:
-            row = logits[:n]
-        size = len(row)
-        seen = 0
-        for k in (32, 512, 8192, size):
-            k = min(k, size)
-            if k == size:
-                idx = np.argsort(-row, kind="stable")
-            else:
-                part = np.argpartition(-row, k - 1)[:k]
-                idx = part[np.argsort(-row[part], kind="stable")]
-            for j in idx[seen:]:
-                t = int(allowed[j]) if allowed is not None else int(j)
-                if allowed is not None or not self.info.skip[t]:
-                    yield t
-            seen = k
-            if k == size:
-                return
+    def accepts(self, token: int) -> bool:
+        if token in self.info.eos:
+            return self.is_accepting()
+        if token < 0 or token >= self.info.size or self.info.skip[token]:
+            return False
+        return self._check(self.info.token_bytes[token], token) is not None
 
-    def context(self) -> list[int]:
-        return self.prompt_tokens + self.tokens
+    def accepts_bytes(self, data: bytes) -> bool:
+        return self._check(bytes(data), None) is not None
 
-    def accept(self, step: Step) -> None:
-        self.logprob += step.logprob
-        if step.token != END:
-            if self.matchers and not step.ends:
-                if not all([m.consume(step.token) for m in self.matchers]):
-                    # cannot happen for checked tokens; regex matchers fall back to Follow
-                    # checks, a typed hole keeps its own (check() vetted the token with it)
-                    self.matchers = self.matchers[:1] if self.typed else []
-            self.tokens.append(step.token)
-            self.raw += self.info.token_bytes[step.token]
-            self.lens.append(len(self.text))
+    def is_accepting(self) -> bool:
+        return self.done or self.end_allowed()
+
+    def is_finished(self) -> bool:
+        return self.done
+
+    def consume(self, token: int) -> bool:
+        if token in self.info.eos:
+            if not self.is_accepting():
+                self.error = "the value is not complete under the constraint"
+                return False
+            if not self.done:
+                self._finish(self.text, "eos")
+            return True
+        if not self.accepts(token):
+            self.error = f"token {token} is masked by the constraint of hole [{self.name}]"
+            return False
+        return self._apply(self._seen[token], token)  # type: ignore[arg-type]
+
+    def consume_bytes(self, data: bytes) -> bool:
+        step = self._check(bytes(data), None)
+        if step is None:
+            self.error = f"text {bytes(data)!r} is masked by the constraint of hole [{self.name}]"
+            return False
+        return self._apply(step, None)
+
+    def _apply(self, step: Step, token: int | None) -> bool:
+        if self.matchers and not step.ends:
+            ok = [m.consume(token) if token is not None else m.consume_bytes(step.data) for m in self.matchers]
+            if not all(ok):
+                # cannot happen for checked tokens; regex matchers fall back to Follow
+                # checks, a typed hole keeps its own (the check vetted the token with it)
+                self.matchers = self.matchers[:1] if self.typed else []
+        if not step.data and token is None:  # (healing) not a token of the value
+            self.redo += 1
+            self._seen, self._end = {}, None
+            return True
+        self.n += 1
+        self.raw += step.data
+        self.lens.append(len(self.text))
+        self._seen, self._end = {}, None
         if step.ends:
-            self.done = True
-            self.value = step.value if step.value is not None else self.text
+            self._finish(step.value if step.value is not None else self.text, step.reason)
             self.value_tokens, self.stop_text = step.n_value, step.stop_text
-        self.state = self.state.extended(self.text, len(self.tokens), False)
-
-    def closing(self, token: int | None = None) -> tuple[list[int] | None, bool]:
-        """Canonical tokens of the shortest text that completes the hole's regular or
-        typed constraint (after ``token`` when given), and whether that text passes
-        through a trigger (the hole is still in its free region). None when there is no
-        single engine matcher (several regexes, or none) or no completion is found."""
-        if len(self.matchers) != 1:
-            return None, False
-        m = self.matchers[0].copy()
-        if token is not None and (token in self.info.eos or not m.consume(token)):
-            return None, False
-        try:
-            toks = tokens_for_bytes(self.model, m.shortest_completion())
-        except TetherError:  # no completion within the search limits
-            return None, False
-        return toks, bool(self.triggers) and _region_end(m, self.triggers) >= 0
-
-    def closing_tokens(self, token: int | None = None) -> list[int] | None:
-        return self.closing(token)[0]
-
-    def close(self) -> bool:
-        """Append the shortest completion (budget closing) if it fits the tokens left;
-        True when the hole is now complete."""
-        toks = self.closing_tokens()
-        if toks is None or len(self.tokens) + len(toks) > self.max_tokens:
-            return False
-        for t in toks:
-            self.accept(Step(t, 0.0, False, None))
-        self.done, self.value = True, self.text
+        self.state = self.state.extended(self.text, self.n, False)
         return True
 
-    def close_to_trigger(self) -> bool:
-        """In a triggered hole's free region: append the shortest completion up to the end
-        of its trigger (when the whole completion still fits and room is left after the
-        trigger), so the model writes the constrained part in the tokens kept for it.
-        True when it did; the hole goes on."""
-        if not self.triggers or len(self.matchers) != 1:
-            return False
-        m = self.matchers[0]
-        end = _region_end(m, self.triggers)
-        if end <= 0:
-            return False
-        try:
-            text = m.shortest_completion()
-        except TetherError:
-            return False
-        head, rest = tokens_for_bytes(self.model, text[:end]), tokens_for_bytes(self.model, text[end:])
-        if len(self.tokens) + len(head) + len(rest) > self.max_tokens or len(self.tokens) + len(head) >= self.max_tokens:
-            return False
-        for t in head:
-            self.accept(Step(t, 0.0, False, None))
-        self.closing_len = -1  # measure again in the constrained part
-        return True
+    def _finish(self, value: str, reason: str) -> None:
+        self.done, self.value, self.reason = True, value, reason
+        self._seen = {}
 
-    def finish_forced(self) -> None:
-        """No token is allowed (or the budget ran out): end with the value so far."""
-        self.done = True
-        self.value = self.text
-
-
-def log_softmax(logits: np.ndarray, n: int, temperature: float = 1.0) -> np.ndarray:
-    row = logits[:n].astype(np.float64) / max(temperature, 1e-6)
-    m = row.max()
-    return row - (m + math.log(np.exp(row - m).sum()))
-
-
-class _LazyLogprob:
-    """``log_softmax(logits)[t]`` for the few tokens asked (one log-sum-exp, float32)."""
-
-    def __init__(self, logits: np.ndarray, n: int) -> None:
-        row = logits[:n]
-        m = float(row.max())
-        self.row = row
-        self.lse = m + math.log(float(np.exp(row - m, dtype=np.float32).sum(dtype=np.float64)))
-
-    def __getitem__(self, t: int) -> float:
-        return float(self.row[t]) - self.lse
-
-
-def _end_wish(dec: HoleDecoder, t: int) -> bool:
-    """The model's own choice ``t`` is masked: does it mean "end the hole here"?
-
-    With ``stop_on_masked`` (default) any masked first choice ends the hole when ending
-    is allowed (a base model that wants to leave an ``INT`` or a finished choice ends it
-    instead of being pushed into more digits); otherwise only a token starting the text
-    that follows the hole does.
-    """
-    return dec.stop_on_masked or dec.stop_outside or dec.ends_by_post_text(t)
-
-
-def _steps_outside(dec: HoleDecoder, logits: np.ndarray, k: int, limit: int) -> list[Step]:
-    """`best_steps` of a typed hole: where its value is complete, END scores the model's
-    probability of EOS plus that of every token the type forbids there (a model that
-    wants to leave the type means the value has ended: ``int`` after ``"A:"`` ends after
-    the digits the model means, not at its digit bound). Tokens are scored as they are."""
-    info = dec.info
-    lp = log_softmax(logits, info.size)
-    allowed = dec.prefilter()
-    out: list[Step] = []
-    looked = 0
-    for t in dec.ordered(logits, allowed):
-        if t in info.eos:
-            continue
-        looked += 1
-        s = dec.check(t)
-        if s is not None:
-            s.logprob = float(lp[t])
-            out.append(s)
-        if len(out) >= k or looked >= limit:
-            break
-    if dec.end_allowed():
-        outside = ~info.skip
-        if allowed is not None:
-            outside[allowed] = False
-        outside[list(info.eos)] = True
-        row = lp[outside]
-        top = float(row.max()) if row.size else -math.inf
-        end_lp = top + math.log(float(np.exp(row - top).sum())) if math.isfinite(top) else -math.inf
-        out.append(Step(END, end_lp, True, dec.text, "eos"))
-        out.sort(key=lambda s: -s.logprob)
-    return out[:k]
-
-
-def best_steps(dec: HoleDecoder, logits: np.ndarray, k: int, limit: int = 20000) -> list[Step]:
-    """The ``k`` most likely allowed steps (END included), by raw model log-probability
-    (a typed hole: `_steps_outside`)."""
-    if dec.stop_outside:
-        return _steps_outside(dec, logits, k, limit)
-    lp = _LazyLogprob(logits, dec.info.size)
-    out: list[Step] = []
-    end_ok: bool | None = None
-
-    def add_end(t: int) -> None:
-        nonlocal end_ok
-        if any(s.token == END for s in out):
-            return
-        if end_ok is None:
-            end_ok = dec.end_allowed()
-        if end_ok:
-            out.append(Step(END, float(lp[t]), True, dec.text, "eos"))
-
-    top = int(np.argmax(np.where(dec.info.skip, -np.inf, logits[: dec.info.size])))
-    if top in dec.info.eos:
-        add_end(top)
-    else:
-        s = dec.check(top)
-        if s is not None:
-            s.logprob = float(lp[top])
-            out.append(s)
-        elif _end_wish(dec, top):
-            add_end(top)
-    if len(out) >= k:
+    def fast_forward(self) -> list[int]:
+        """Tokens a single engine matcher forces next (each checked with Follow on a copy;
+        a token that would end the hole is left to the decoder)."""
+        if self.done or len(self.matchers) != 1:
+            return []
+        forced = list(self.matchers[0].fast_forward())
+        if not forced:
+            return []
+        probe, out = self.copy(), []
+        for t in forced:
+            step = probe._check(self.info.token_bytes[t], t)
+            if step is None or step.ends:
+                break
+            probe._apply(step, t)
+            out.append(t)
         return out
-    looked = 0
-    for t in dec.ordered(logits, dec.prefilter()):
-        if t == top:
-            continue
-        looked += 1
-        if t in dec.info.eos:
-            add_end(t)
-        else:
-            s = dec.check(t)
-            if s is not None:
-                s.logprob = float(lp[t])
-                out.append(s)
-            elif dec.ends_by_post_text(t):
-                add_end(t)
-        if len(out) >= k or looked >= limit:
-            break
-    return out
 
-
-def sample_step(dec: HoleDecoder, logits: np.ndarray, rng: np.random.Generator,
-                temperature: float = 1.0, limit: int = 5000) -> Step | None:
-    """Sample from the masked distribution by rejection (equal in distribution): draw from
-    the model, re-draw while the token is masked."""
-    n = dec.info.size
-    lp_t = log_softmax(logits, n, temperature)
-    base_lp = log_softmax(logits, n)
-    end_ok: bool | None = None
-
-    def end_step(t: int) -> Step | None:
-        nonlocal end_ok
-        if end_ok is None:
-            end_ok = dec.end_allowed()
-        return Step(END, float(base_lp[t]), True, dec.text, "eos") if end_ok else None
-
-    # the model's own (unconstrained) draw first
-    full = np.exp(np.where(dec.info.skip, -np.inf, lp_t))
-    t = int(rng.choice(n, p=full / full.sum()))
-    if t in dec.info.eos:
-        st = end_step(t)
-        if st is not None:
-            return st
-    else:
-        s = dec.check(t)
-        if s is not None:
-            s.logprob = float(base_lp[t])
-            return s
-        if _end_wish(dec, t):
-            st = end_step(t)
-            if st is not None:
-                return st
-    allowed = dec.prefilter()
-    ids = allowed if allowed is not None else np.nonzero(~dec.info.skip)[0]
-    p = np.exp(lp_t[ids] - lp_t[ids].max())
-    for _ in range(limit):
-        tot = p.sum()
-        if tot <= 0:
-            return None
-        j = int(rng.choice(len(ids), p=p / tot))
-        t = int(ids[j])
-        if t in dec.info.eos:
-            st = end_step(t)
-            if st is not None:
-                return st
-        else:
-            s = dec.check(t)
-            if s is not None:
-                s.logprob = float(base_lp[t])
-                return s
-            if dec.ends_by_post_text(t):
-                st = end_step(t)
-                if st is not None:
-                    return st
-        p[j] = 0.0
-    steps = best_steps(dec, logits, 1)
-    return steps[0] if steps else None
-
-
-def argmax_step(dec: HoleDecoder, logits: np.ndarray) -> Step | None:
-    steps = best_steps(dec, logits, 1)
-    return steps[0] if steps else None
-
-
-def score_text(model: Any, prompt_tokens: Sequence[int], cont_tokens: Sequence[int]) -> float:
-    """Sum of log-probabilities of ``cont_tokens`` after ``prompt_tokens``."""
-    info = VocabInfo.of(model)
-    total = 0.0
-    ctx = list(prompt_tokens)
-    for t in cont_tokens:
-        lg = np.asarray(model.logits(ctx))
-        total += float(log_softmax(lg, info.size)[t])
-        ctx.append(int(t))
-    return total
+    def shortest_completion(self) -> bytes:
+        """The shortest text completing a single engine matcher (budget closing); a hole
+        with none (free text, several regexes) has no completion to close with."""
+        if len(self.matchers) != 1:
+            raise ConstraintError(f"hole [{self.name}] has no single regular constraint to close it with")
+        return self.matchers[0].shortest_completion()  # type: ignore[no-any-return]

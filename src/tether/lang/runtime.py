@@ -1,21 +1,18 @@
-"""Run compiled queries: the interaction trace, holes, branches and scripted beam search.
+"""Run compiled queries: the interaction trace, holes, branches and their services.
 
 A branch (``Execution``) drives one instance of the query's generator: text events extend
-the trace, hole events pause it until the runtime decodes the hole (``holes.py``). All
-that a branch's future depends on is the list of answers it was given (hole values, user
-input), so a branch is *re-played* from that list to fork it — the paper's assumption
-that program code is pure and deterministic.
+the trace, hole events pause it until the runtime decodes the hole. All that a branch's
+future depends on is the list of answers it was given (hole values, user input), so a
+branch is *re-played* from that list to fork it — the paper's assumption that program
+code is pure and deterministic.
 
-* ``argmax``/``sample(n)``: each of the n branches runs the program with its own
-  decoding (different control flow per branch);
-* ``beam(n)``: scripted beam search — beams advance token by token in lockstep, across
-  holes and the Python code between them; at each step the candidates of all beams are
-  pruned jointly to the n most likely; a candidate that completes a hole forks its beam
-  (re-played) and runs the program on to its next hole.
+Holes are decoded through `tether.decoding` (``branches.py``: argmax and sample(n)
+branches in lockstep, scripted beam search over control flow); black-box models (no
+logits) send each hole to their server (``remote.py``).
 
 Costs follow the paper (Tables 3–4): the backend counts model calls (forward passes);
-this runtime counts one generate call per decoded hole (or per scored ``distribute``
-value), billable prompt tokens at its start and the tokens it generated.
+decoding counts one generate call per decoded hole (or per scored ``distribute`` value),
+billable prompt tokens at its start and the tokens it generated.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ import contextvars
 import dataclasses
 import functools
 import inspect
-import math
 import sys
 import types
 from collections import deque
@@ -38,34 +34,26 @@ import numpy as np
 
 from tether import limits
 from tether.decoding.decoders import check_int, check_seed
-from tether.decoding.logits import check_prompt_fits, model_call
-from tether.decoding.loop import CLOSE_SLACK
-from tether.errors import ConstraintError, ContextLengthError, ModelError, TetherError, limited
+from tether.decoding.logits import model_call
+from tether.decoding.sampling import argmax, log_softmax
+from tether.decoding.scoring import score_tokens
+from tether.errors import ConstraintError, ModelError, TetherError, limited
 from tether.grammar import Grammar
+from tether.lang.branches import run_beam, run_lockstep
 from tether.lang.compiler import HOLE_FN, STR_FN, CompiledBody, compile_body
-from tether.lang.holes import (
-    END,
-    HoleDecoder,
-    VocabInfo,
-    argmax_step,
-    best_steps,
-    sample_step,
-    score_text,
-)
+from tether.lang.decorators import call_decorator
+from tether.lang.holes import VocabInfo
+from tether.lang.remote import decode_hole_remote
 from tether.lang.result import HoleRecord, QueryResult, Segment
 from tether.lang.semantics import (
-    FIN,
-    HoleState,
     builtin_name,
     check_constraint,
     conjuncts,
     constraint_place,
-    evaluate,
     mentions,
-    plan,
 )
 from tether.lang.syntax import DecoderSpec, QueryAst, check_decoder_args
-from tether.program.generate import compile_output, region_options
+from tether.program.generate import compile_output
 from tether.program.outputs import OutputSpec, output_spec, regex_grammar, triggered_spec
 
 ACTIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("tether_lang_active", default=None)
@@ -99,21 +87,6 @@ def streaming(fn: Callable[..., Any]) -> Callable[..., Any]:
     sample(n); beam(n) calls it once with the final value)."""
     fn.__tether_streaming__ = True  # type: ignore[attr-defined]
     return fn
-
-
-def _takes_context(fn: Callable[..., Any]) -> bool:
-    """Does a decorator take LMQL's ``(value, context)`` pair rather than one value?"""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):  # a builtin without a signature: one value
-        return False
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
-
-
-def call_decorator(fn: Callable[..., Any], value: Any, context: Any) -> Any:
-    """``fn(value, context)`` for LMQL's two-argument decorators, else ``fn(value)``."""
-    return fn(value, context) if _takes_context(fn) else fn(value)
 
 
 class Context:
@@ -479,7 +452,7 @@ class Execution:
         if not any(s.kind == "role" for s in self.segments):
             return None
         msgs: list[dict[str, str]] = []
-        role, buf = "", []
+        role, buf = "", list[str]()
         for seg in self.segments:
             if seg.kind == "role":
                 if buf and "".join(buf).strip():
@@ -620,24 +593,32 @@ class Runtime:
         self.max_tokens = int(max_tokens or args.get("max_len", args.get("max_tokens", DEFAULT_MAX_TOKENS)))  # type: ignore[call-overload]
         self.temperature = float(args.get("temperature", 1.0))  # type: ignore[arg-type]
         s = seed if seed is not None else args.get("seed")
-        self.rng = np.random.default_rng(s)  # type: ignore[arg-type]
+        self.seed: int | None = None if s is None else int(s)  # type: ignore[call-overload]
         self.chat_roles = chat_roles or {}
         # role tags go through the model's own chat template (unless labels are given)
         self.chat = False  # role tags rendered by the model's chat template
         self.chat_template: str | None = None
         if not self.chat_roles and self.info is not None:
-            from tether.program.chat import template_of  # noqa: PLC0415
+            from tether.program.chat import has_chat_format, template_of  # noqa: PLC0415
 
             self.chat_template = template_of(model)
-            tok = getattr(model, "tokenizer", None)
-            self.chat = (self.chat_template is not None or callable(getattr(model, "apply_chat_template", None))
-                         or callable(getattr(tok, "apply_chat_template", None)))
-        self.stop_on_masked = bool(args.get("stop_on_masked", True))
+            self.chat = has_chat_format(model)
         self.use_engine = bool(args.get("engine", True))
         self.batch = bool(args.get("batch", True))
+        self.healing = bool(args.get("healing", True))
         self.close_on_budget = bool(args.get("close_on_budget", True))
-        self.stop_outside = bool(args.get("stop_outside", True))  # typed holes (HoleDecoder.stop_outside)
+        # what the constraint forbids counts as ending the hole (``stop_on_masked``: the same switch)
+        self.stop_outside = bool(args.get("stop_outside", True)) and bool(args.get("stop_on_masked", True))
         self._compiled: dict[tuple[int, bool], tuple[OutputSpec, Any]] = {}
+
+    def execution(self, program: Program, args: dict[str, Any]) -> Execution:
+        """A new branch running ``program`` with ``args`` (paused at its first hole)."""
+        return Execution(program, args, self)
+
+    def step_options(self) -> dict[str, Any]:
+        """The `tether.decoding` options every hole decodes with."""
+        return {"fast_forward": True, "close_on_budget": self.close_on_budget, "selective": True,
+                "stop_outside": self.stop_outside}
 
     # -- small services for executions ---------------------------------------------------
 
@@ -661,35 +642,24 @@ class Runtime:
         limits.check("max_prompt_chars", len(text), "the query's prompt")
         return list(model_call(self.model, lambda: self.model.tokenize(text, add_bos=True)))
 
-    def _count_start(self, prompt_len: int) -> None:
-        c = self.model.costs
-        c.generate_calls += 1
-        c.prompt_tokens += prompt_len
-
     def prompt_tokens(self, ex: Execution) -> list[int]:
         """The model's prompt for a branch: the trace, or, when it has role tags and the
         model a chat template, its turns rendered by that template (the open turn last)."""
         chat = ex.chat_messages() if self.chat else None
         if chat is None:
             return self.tokenize_prompt(ex.trace())
-        from tether.program.chat import render_chat, tokenize_rendered  # noqa: PLC0415
+        from tether.program.chat import render_open_turn, tokenize_rendered  # noqa: PLC0415
 
         closed, open_turn = chat
-        mark = "\ue000tether-open-turn\ue000"
         try:
-            text = render_chat(self.model, [*closed, {"role": open_turn["role"], "content": open_turn["content"] + mark}],
-                               chat_template=self.chat_template, add_generation_prompt=False)
+            text = render_open_turn(self.model, closed, open_turn["role"], open_turn["content"],
+                                    chat_template=self.chat_template)
         except ModelError as exc:
             if "no chat template" not in str(exc):
                 raise
             self.chat = False  # the model has none after all: plain role labels, said once
             print(f"note: {str(exc).splitlines()[0]}; role tags are written as plain labels", file=sys.stderr)
             return self.tokenize_prompt(ex.trace())
-        cut = text.find(mark)
-        if cut < 0:  # the template dropped the turn's content: generate after it
-            text = render_chat(self.model, closed, chat_template=self.chat_template, add_generation_prompt=True)
-        else:
-            text = text[:cut]
         limits.check("max_prompt_chars", len(text), "the query's prompt")
         return tokenize_rendered(self.model, text)
 
@@ -708,44 +678,6 @@ class Runtime:
             self._compiled[key] = hit
         return hit[1].matcher()
 
-    def new_decoder(self, ex: Execution, req: HoleRequest) -> HoleDecoder:
-        prompt = self.prompt_tokens(ex)
-        check_prompt_fits(self.model, prompt)  # ContextLengthError before decoding
-        assert self.info is not None
-        typed = None
-        if req.spec is not None:
-            trace = ex.trace()
-            lead = req.spec.kind != "triggered" and bool(trace) and not trace[-1].isspace()
-            typed = self.typed_matcher(req.spec, lead)
-        self._count_start(len(prompt))
-        dec = HoleDecoder(self.model, self.info, prompt, req.name, req.constraint, req.scope,
-                          req.future, req.post_text, self.max_tokens, self.stop_on_masked, self.use_engine, typed)
-        dec.stop_outside = dec.typed and self.stop_outside
-        if req.spec is not None and req.spec.kind == "triggered":
-            region = region_options(req.spec, dec.max_tokens)
-            dec.triggers = [t.encode() for t in region["close_at"]]
-            dec.reserve = int(region["reserve"])
-        return dec
-
-    def record(self, dec: HoleDecoder, req: HoleRequest, how: str) -> HoleRecord:
-        self.model.costs.generated_tokens += len(dec.tokens)
-        text = dec.value if dec.value is not None else dec.text
-        n_tokens = dec.value_tokens if dec.value_tokens >= 0 else len(dec.tokens)
-        ok = True
-        if req.constraint is not None:
-            # satisfied only when the final value makes the constraint true; a constraint
-            # that still reads a later hole cannot be judged yet and counts as kept
-            later = any(mentions(req.constraint, h) for h in req.future - {req.name} - req.scope.keys())
-            fv = evaluate(req.constraint, dec.state.extended(text, n_tokens, True))
-            ok = bool(fv.value) if fv.ann == FIN else later
-            if not ok and dec.stop_text and dec.stop_text != text:  # STOPS_BEFORE removed a fixed phrase
-                fv = evaluate(req.constraint, dec.state.extended(dec.stop_text, len(dec.tokens), True))
-                ok = bool(fv.value) if fv.ann == FIN else later
-        if dec.typed and not dec.typed_complete(text):  # a typed value cut short (budget, context)
-            ok = False
-        return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how,
-                          n_tokens=n_tokens, satisfied=ok, logprob=dec.logprob)
-
     # -- distribute ------------------------------------------------------------------------
 
     def distribute(self, ex: Execution, req: HoleRequest) -> HoleRecord:
@@ -760,274 +692,32 @@ class Runtime:
             s = _fmt(v)
             full = self.tokenize_prompt(trace + s) if not chat else []
             cont = full[len(ctx):] if full and full[: len(ctx)] == ctx else list(self.model.tokenize(s, add_bos=False))
-            self._count_start(len(ctx))  # one scoring run per value, as the paper counts
-            self.model.costs.generated_tokens += len(cont)
+            c = self.model.costs  # one scoring run per value, as the paper counts
+            c.generate_calls += 1
+            c.prompt_tokens += len(ctx)
+            c.generated_tokens += len(cont)
             conts.append(cont)
-        if self.batch and hasattr(self.model, "logits_batch") and len(conts) > 1:
-            scores = self._score_batched(ctx, conts)
-        else:
-            scores = [score_text(self.model, ctx, c) for c in conts]
+        scores = score_tokens(self.model, ctx, conts, batch=self.batch)
         if not scores:
             return HoleRecord(req.name, "", None, query=req.query, stopped="distribute", distribution={})
-        m = max(scores)
-        ps = [math.exp(x - m) for x in scores]
-        z = sum(ps)
-        dist = {_fmt(v): p / z for v, p in zip(req.support or [], ps, strict=True)}
-        best = (req.support or [])[int(np.argmax(scores))]
+        ps = np.exp(log_softmax(np.asarray(scores)))  # normalised over the support
+        dist = {_fmt(v): float(p) for v, p in zip(req.support or [], ps, strict=True)}
+        k = argmax(np.asarray(scores))
+        best = (req.support or [])[k]
         return HoleRecord(req.name, _fmt(best), best, query=req.query, stopped="distribute",
-                          distribution=dist, logprob=max(scores))
-
-    def _score_batched(self, ctx: list[int], conts: list[list[int]]) -> list[float]:
-        """Full log-probabilities of all values, position by position: one batched forward
-        pass per position (values share the prompt's cached prefix)."""
-        from tether.lang.holes import log_softmax  # noqa: PLC0415
-
-        assert self.info is not None
-        scores = [0.0] * len(conts)
-        for k in range(max((len(c) for c in conts), default=0)):
-            live = [i for i, c in enumerate(conts) if len(c) > k]
-            rows = self._logits([ctx + conts[i][:k] for i in live])
-            for i, row in zip(live, rows, strict=True):
-                scores[i] += float(log_softmax(row, self.info.size)[conts[i][k]])
-        return scores
-
-    # -- decoders --------------------------------------------------------------------------
-
-    def _logits(self, seqs: list[list[int]]) -> list[np.ndarray]:
-        """Logits for several branches: one batched forward pass where the model has
-        ``logits_batch`` (branches in lockstep, paper §4), else one call each."""
-        if len(seqs) > 1 and self.batch and hasattr(self.model, "logits_batch"):
-            rows = np.asarray(model_call(self.model, self.model.logits_batch, seqs))
-            return [rows[i] for i in range(len(seqs))]
-        return [np.array(model_call(self.model, self.model.logits, s)) for s in seqs]
-
-    def _rows(self, decs: list[HoleDecoder]) -> list[np.ndarray | None]:
-        """`_logits` for the holes' contexts; None for a hole the context window cannot
-        hold any more (it ends with "length"). A hole that has generated nothing holds
-        only its prompt: that ContextLengthError is raised."""
-        try:
-            return list(self._logits([d.context() for d in decs]))
-        except ContextLengthError:
-            if len(decs) == 1 and not decs[0].tokens:
-                raise
-        out: list[np.ndarray | None] = []
-        for d in decs:
-            try:
-                out.append(self._logits([d.context()])[0])
-            except ContextLengthError:
-                if not d.tokens:
-                    raise
-                out.append(None)
-        return out
-
-    def _step(self, dec: HoleDecoder, logits: np.ndarray) -> None:
-        if self.decoder.method == "sample":
-            step = sample_step(dec, logits, self.rng, self.temperature)
-        else:
-            step = argmax_step(dec, logits)
-        # the token would leave no room to finish: close the hole now instead (in a free
-        # region, write its trigger now and let the model write the constrained part)
-        if step is not None and self.close_on_budget and self._must_close(dec, step):
-            if dec.close_to_trigger():
-                return
-            if dec.close():
-                dec.reason = "budget"
-                return
-        if step is None:
-            dec.finish_forced()
-            dec.reason = "masked" if len(dec.tokens) < dec.max_tokens else "budget"
-            return
-        dec.accept(step)
-        if dec.done:
-            dec.reason = step.reason or "eos"
-
-    @staticmethod
-    def _must_close(dec: HoleDecoder, step: Any) -> bool:
-        """Budget closing of a regular (typed, ``REGEX``, ``INT``) hole: after ``step``,
-        would its shortest completion still fit the tokens left (keeping ``reserve``
-        tokens for the constrained part while a triggered hole is in its free region)?
-        Measured only near the budget (within `CLOSE_SLACK` tokens of the last measured
-        completion)."""
-        if step.token == END or step.ends or len(dec.matchers) != 1:
-            return False
-        remaining = dec.max_tokens - len(dec.tokens)
-        if dec.closing_len >= 0 and remaining - 1 > dec.closing_len + CLOSE_SLACK + dec.reserve:
-            return False
-        after, region = dec.closing(step.token)
-        if after is None:
-            return False
-        dec.closing_len = len(after)
-        return len(after) + (dec.reserve if region else 0) > remaining - 1
-
-    def decode_hole_remote(self, ex: Execution, req: HoleRequest) -> HoleRecord:
-        """A hole on a black-box model (no logits): the exact parts of the constraint go
-        to the server (choices, one regex, stop phrases, token budget, via
-        ``tether.program.generate``); the whole constraint is then checked with Final
-        semantics and the result says whether it holds."""
-        from tether.program import generate, regex  # noqa: PLC0415
-
-        st = HoleState(req.name, "", False, 0, req.scope, req.future - {req.name} - req.scope.keys(), None)
-        p = plan(req.constraint, st)
-        output: Any = None
-        if req.spec is not None:  # a typed hole: the type goes to the server (response_format, as generate)
-            if req.after is not None:
-                raise ModelError(f"hole [{req.name}]: AFTER(...) needs a model with logits; the server of a "
-                                 "black-box model cannot enforce a triggered region")
-            output = req.output
-        elif p.choices is not None:
-            output = list(p.choices)
-        elif len(p.regexes) == 1:
-            output = regex(p.regexes[0])
-        budget = self.max_tokens if p.max_tokens is None else min(self.max_tokens, p.max_tokens)
-        before = self.model.costs.generate_calls
-        # role tags on a black-box model: its chat interface, when the hole opens a fresh
-        # assistant turn (a partly written turn cannot be continued through a chat API)
-        prompt: Any = ex.trace()
-        chat = ex.chat_messages() if not self.chat_roles else None
-        if chat is not None and chat[1]["role"] == "assistant" and not chat[1]["content"] and chat[0]:
-            prompt = chat[0]
-        g = generate(self.model, prompt, output, decoder=self.decoder.method if self.decoder.method == "sample" else "argmax",
-                     max_tokens=max(budget, 1), temperature=self.temperature if self.decoder.method == "sample" else None,
-                     stop=[s for s, _ in p.stops] or None, healing=False)
-        if self.model.costs.generate_calls == before:
-            self.model.costs.generate_calls += 1
-        text = g.text
-        how = "budget" if g.finish_reason == "length" else "eos"
-        if p.stops and g.finish_reason == "stop":
-            kept = [s for s, keep in p.stops if keep]
-            if len(p.stops) == 1 and kept:  # the server drops the stop text; STOPS_AT keeps it
-                text += kept[0]
-                how = "stop"
-        ok = True
-        if req.constraint is not None:  # as `record`: satisfied only when the final value makes it true
-            fv = evaluate(req.constraint, st.extended(text, 0, True))
-            later = any(mentions(req.constraint, h) for h in st.future)
-            ok = bool(fv.value) if fv.ann == FIN else later
-        if req.spec is not None and g.error is not None:  # the server's text is no complete value of the type
-            ok = False
-        return HoleRecord(req.name, text, req.convert(text), query=req.query, stopped=how, satisfied=ok)
+                          distribution=dist, logprob=scores[k])
 
     def run_simple(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
         """argmax / sample(n): n branches, each with its own control flow, decoded in
-        lockstep so their model calls can be batched."""
-        exs = [Execution(program, args, self) for _ in range(n)]
+        lockstep so their model calls can be batched (`branches.run_lockstep`)."""
         if self.info is None:  # black-box model: one hole at a time, through the server
+            exs = [Execution(program, args, self) for _ in range(n)]
             for ex in exs:
                 while not ex.done:
                     assert ex.pending is not None
-                    ex.resume(self.decode_hole_remote(ex, ex.pending))
+                    ex.resume(decode_hole_remote(self, ex, ex.pending))
             return exs
-        decs: list[HoleDecoder | None] = [None] * n
-        while True:
-            live = [i for i, ex in enumerate(exs) if not ex.done]
-            if not live:
-                return exs
-            for i in live:
-                if decs[i] is None:
-                    req = exs[i].pending
-                    assert req is not None
-                    decs[i] = self.new_decoder(exs[i], req)
-            rows = self._rows([decs[i] for i in live])  # type: ignore[misc]
-            for i, logits in zip(live, rows, strict=True):
-                dec = decs[i]
-                assert dec is not None
-                if logits is None:  # the context window is full
-                    dec.finish_forced()
-                    dec.reason = "length"
-                else:
-                    self._step(dec, logits)
-                req = exs[i].pending
-                if req is not None and req.streams:
-                    for fn in req.streams:
-                        call_decorator(fn, dec.value if dec.done and dec.value is not None else dec.text, req.context)
-                if dec.done:
-                    req = exs[i].pending
-                    assert req is not None
-                    exs[i].resume(self.record(dec, req, dec.reason))
-                    decs[i] = None
-
-    def run_beam(self, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
-        """Scripted beam search over the whole program (all holes jointly).
-
-        Pool entries are (log-probability, branch, decoder in a hole, finished hole): a
-        finished hole is applied only to the survivors of pruning — in place when no other
-        survivor shares the branch, else on a re-played copy.
-        """
-        Entry = tuple[float, Execution, HoleDecoder | None, tuple[HoleDecoder, str] | None]
-        beams: list[Entry] = [(0.0, Execution(program, args, self), None, None)]
-        for _ in range(100_000):
-            if all(ex.done for _, ex, _, _ in beams):
-                break
-            pool: list[Entry] = []
-            active = []
-            for lp, ex, dec, _ in beams:
-                if ex.done:
-                    pool.append((lp, ex, None, None))
-                    continue
-                req = ex.pending
-                assert req is not None
-                active.append((lp, ex, dec if dec is not None else self.new_decoder(ex, req)))
-            rows = self._rows([d for _, _, d in active])
-            for (lp, ex, dec), logits in zip(active, rows, strict=True):
-                if logits is None:  # the context window is full
-                    d2 = dec.copy()
-                    d2.finish_forced()
-                    pool.append((lp, ex, None, (d2, "length")))
-                    continue
-                steps = best_steps(dec, logits, n)
-                if not steps:
-                    d2 = dec.copy()
-                    d2.finish_forced()
-                    pool.append((lp, ex, None, (d2, "masked")))
-                    continue
-                closed = False  # the parent closed once (several steps may ask for it)
-                for s in steps:
-                    d2 = dec.copy()
-                    if self.close_on_budget and self._must_close(dec, s):
-                        if closed:
-                            continue
-                        if d2.close_to_trigger():  # free region: the trigger now, the constrained part next
-                            closed = True
-                            pool.append((lp, ex, d2, None))
-                            continue
-                        if d2.close():  # no room to finish after s: the beam closes the hole instead
-                            closed = True
-                            pool.append((lp, ex, None, (d2, "budget")))
-                            continue
-                        d2 = dec.copy()
-                    d2.accept(s)
-                    if d2.done:
-                        pool.append((lp + s.logprob, ex, None, (d2, s.reason or "eos")))
-                    else:
-                        pool.append((lp + s.logprob, ex, d2, None))
-            pool.sort(key=lambda b: -b[0])
-            beams = self._materialize(pool[:n])
-        for lp, ex, _, _ in beams:
-            ex.logprob = lp
-        return [ex for _, ex, _, _ in beams]
-
-    def _materialize(self, survivors: list[Any]) -> list[Any]:
-        users: dict[int, int] = {}
-        for _, ex, _, _ in survivors:
-            users[id(ex)] = users.get(id(ex), 0) + 1
-        out = []
-        for lp, ex, dec, fin in survivors:
-            if fin is None:
-                out.append((lp, ex, dec, None))
-                continue
-            d2, how = fin
-            req = ex.pending
-            assert req is not None
-            rec = self.record(d2, req, how)
-            for fn in req.streams:
-                call_decorator(fn, rec.text, req.context)
-            if users[id(ex)] == 1:  # sole survivor of this branch: advance it in place
-                ex.resume(rec)
-                out.append((lp, ex, None, None))
-            else:
-                users[id(ex)] -= 1
-                out.append((lp, ex.fork(rec), None, None))
-        return out
+        return run_lockstep(self, program, args, n)
 
     def run(self, program: Program, args: dict[str, Any]) -> QueryResult:
         token = ACTIVE.set(self)
@@ -1037,7 +727,7 @@ class Runtime:
             if self.decoder.method == "beam":
                 if self.info is None:
                     raise ModelError("beam(n) needs a model with logits; an HTTP model offers argmax and sampling")
-                exs = self.run_beam(program, args, max(1, n))
+                exs = run_beam(self, program, args, max(1, n))
             else:
                 exs = self.run_simple(program, args, max(1, n))
         finally:

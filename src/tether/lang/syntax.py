@@ -261,7 +261,7 @@ class DecoderSpec:
 
 
 DECODER_ARGS = ("n", "temperature", "seed", "max_len", "max_tokens", "stop_on_masked", "engine", "batch",
-                "close_on_budget", "stop_outside")
+                "close_on_budget", "stop_outside", "healing")
 
 
 # LMQL decoder keywords that tune LMQL's own runtime (output, batching, caching): accepted,

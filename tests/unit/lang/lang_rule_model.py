@@ -2,6 +2,8 @@
 
 ``rule_model({"trigger": "continuation", ...})``: after the last occurrence of a trigger
 in the text, the model wants to write its continuation (longest tokens first), then EOS.
+Where no trigger leads the text, it wants the tokens that complete one and go on with its
+continuation (a prompt whose last token token healing took back is written again).
 Off-script text gets small deterministic noise, so decoding stays reproducible.
 """
 
@@ -15,6 +17,16 @@ TOKENS = [*DEFAULT_TOKENS, " blue", " green", " grey", " yes", " no", " Paris", 
           " one", " star", " stars", " three", " five", "ab", "abc", ".\n", " sky", " x"]
 
 
+def _rule(rules: dict[str, str], text: str) -> tuple[str | None, int]:
+    """The continuation of the trigger that occurs last in ``text``, and where it starts."""
+    best, at = None, -1
+    for trig, cont in rules.items():
+        i = text.rfind(trig)
+        if i >= 0 and i + len(trig) >= at:
+            best, at = cont, i + len(trig)
+    return best, at
+
+
 def rule_model(rules: dict[str, str], tokens: list[str] | None = None) -> ScriptedModel:
     box: dict[str, ScriptedModel] = {}
 
@@ -25,27 +37,26 @@ def rule_model(rules: dict[str, str], tokens: list[str] | None = None) -> Script
         logits = np.zeros(v.n_logits, dtype=np.float32)
         rng = np.random.default_rng(len(toks))
         logits += rng.standard_normal(v.n_logits).astype(np.float32) * 0.1
-        best, at = None, -1
-        for trig, cont in rules.items():
-            i = text.rfind(trig)
-            if i >= 0 and i + len(trig) >= at:
-                best, at = cont, i + len(trig)
-        if best is not None:
-            written = text[at:]
-            if best.startswith(written):
-                rest = best[len(written):].encode()
-                if not rest:
-                    logits[v.eos_ids[0]] += 30.0
-                for i, t in enumerate(v.tokens):
-                    if t and rest.startswith(t):
-                        logits[i] += 10.0 + len(t)
+        best, at = _rule(rules, text)
+        if best is not None and best.startswith(text[at:]):
+            rest = best[len(text) - at:].encode()
+            if not rest:
+                logits[v.eos_ids[0]] += 30.0
+            for i, t in enumerate(v.tokens):
+                if t and rest.startswith(t):
+                    logits[i] += 10.0 + len(t)
+            return logits
+        # off-script: tokens that complete a trigger and go on with its continuation (the
+        # prompt's end was taken back by token healing: the model writes it again)
+        for i, t in enumerate(v.tokens):
+            if not t or i in v.special_ids:
+                continue
+            new = text + t.decode("utf-8", "ignore")
+            b2, at2 = _rule(rules, new)
+            if b2 is not None and at2 > len(text) and b2.startswith(new[at2:]):
+                logits[i] += 10.0 + len(t)
         return logits
 
     m = ScriptedModel(tokens or TOKENS, script=script)
     box["m"] = m
     return m
-
-
-
-
-

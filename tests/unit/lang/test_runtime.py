@@ -156,7 +156,12 @@ def test_costs_count_generate_calls_and_billable_tokens() -> None:
     r = run_query('"Q:[A]\\n" where STOPS_AT(A, ".")\n"R:[B]" where STOPS_AT(B, ".")', model=m)
     c = r.costs
     assert c.generate_calls == 2
-    assert c.generated_tokens == sum(h.n_tokens for h in r.holes)
+    # token healing took each prompt's ":" back; each hole wrote it again (a token generated
+    # and billed, not part of the value)
+    assert c.generated_tokens == sum(h.n_tokens for h in r.holes) + 2
+    unhealed = load_query('"Q:[A]\\n" where STOPS_AT(A, ".")\n"R:[B]" where STOPS_AT(B, ".")').run(
+        model=m, decoder="argmax(healing=False)")
+    assert unhealed.prompt == r.prompt and unhealed.costs.generated_tokens == sum(h.n_tokens for h in unhealed.holes)
     assert c.model_calls >= c.generated_tokens
     assert c.billable_tokens == c.prompt_tokens + c.generated_tokens
 
@@ -194,16 +199,17 @@ def test_runtime_errors_point_into_the_query() -> None:
 def test_regex_holes_use_engine_masks_and_agree_with_follow_checks() -> None:
     import ast
 
-    from tether.lang.holes import HoleDecoder, VocabInfo
+    from tether.lang.holes import HoleMatcher, VocabInfo
 
     m = rule_model({"code: ": "AB-123 is it"})
     e = ast.parse('REGEX(C, r"[A-Z]{2}-[0-9]{3}")', mode="eval").body
-    dec = HoleDecoder(m, VocabInfo.of(m), m.tokenize("code: ", add_bos=True), "C", e, {}, frozenset())
-    assert dec.matchers, "the regex should compile to an engine matcher"
-    allowed = set(dec.prefilter().tolist())
-    follow_ok = {t for t in range(m.vocabulary.size) if dec.check(t) is not None}
+    hole = HoleMatcher(m, VocabInfo.of(m), "C", e, {}, frozenset())
+    assert hole.matchers, "the regex should compile to an engine matcher"
+    allowed = set(hole.candidates().tolist())
+    follow_ok = {t for t in range(m.vocabulary.size) if hole.accepts(t)}
     eos = set(m.eos_ids)
     assert follow_ok - eos <= allowed  # sound: the engine never masks what Follow allows
+    assert follow_ok - eos  # and Follow allows some
     src = '"code: [C]" where REGEX(C, r"[A-Z]{2}-[0-9]{3}")'
     with_engine = run_query(src, model=m)
     without = load_query(src).run(model=m, decoder="argmax(engine=False)")
