@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 DEAD = -1
 UNKNOWN = -2
@@ -137,3 +139,71 @@ def nonzero_words(mask, idx, words):
             words[k] = w
             k += 1
     return k
+
+
+# ---- batch rows (compute_masks) ------------------------------------------------------------
+# How fill_rows writes one row of the batch.
+ROW_ZERO = 0  # nothing allowed (after EOS)
+ROW_DENSE = 1  # copy a stored mask of out2d's width
+ROW_SPARSE = 2  # zero the row, then set the stored non-zero words
+
+
+@intrinsic
+def _u32_at(typingctx, addr):  # type: ignore[no-untyped-def]
+    """The address ``addr`` (an int64) as a pointer to uint32."""
+    sig = types.CPointer(types.uint32)(types.int64)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.uint32)))
+
+    return sig, codegen
+
+
+@intrinsic
+def _i32_at(typingctx, addr):  # type: ignore[no-untyped-def]
+    """The address ``addr`` (an int64) as a pointer to int32."""
+    sig = types.CPointer(types.int32)(types.int64)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int32)))
+
+    return sig, codegen
+
+
+@nb.njit(cache=True, nogil=True)
+def fill_rows(out2d, spec, lo, hi):  # fmt: skip
+    """Write rows of ``out2d`` from stored masks, one per line ``lo..hi-1`` of ``spec``
+    (``int64[k, 5]``: row, kind, count, idx address, words address). ``kind`` is
+    ``ROW_ZERO``, ``ROW_DENSE`` (copy ``out2d.shape[1]`` words from the words address)
+    or ``ROW_SPARSE`` (zero the row, then word ``idx[i]`` = ``words[i]`` for the
+    ``count`` pairs at the two addresses).
+
+    The addresses are those of the engine's own cached arrays (``CompiledConstraint``'s
+    mask cache), which the caller keeps referenced for the duration of the call; a row or
+    an index outside ``out2d`` is skipped. Returns the number of rows written."""
+    h = out2d.shape[0]
+    w = out2d.shape[1]
+    done = 0
+    for j in range(lo, hi):
+        r = spec[j, 0]
+        if not 0 <= r < h:
+            continue
+        row = out2d[r]
+        k = spec[j, 1]
+        done += 1
+        if k == ROW_DENSE:
+            src = nb.carray(_u32_at(spec[j, 4]), w)
+            for i in range(w):
+                row[i] = src[i]
+            continue
+        for i in range(w):
+            row[i] = 0
+        if k == ROW_SPARSE:
+            n = spec[j, 2]
+            ix = nb.carray(_i32_at(spec[j, 3]), n)
+            ws = nb.carray(_u32_at(spec[j, 4]), n)
+            for i in range(n):
+                x = ix[i]
+                if 0 <= x < w:
+                    row[x] = ws[i]
+    return done

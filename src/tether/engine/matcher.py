@@ -90,6 +90,11 @@ class Matcher:
         return self._accepting_now() and not self.allowed_bytes()
 
     # ---- masks ----------------------------------------------------------------------------
+    def mask_key(self) -> tuple[int, int, bool] | None:
+        """The key of this state's mask in the constraint's mask cache, ``(lexer state,
+        node, at lexeme start)``; None after EOS (nothing is allowed)."""
+        return None if self._eos else (self._ls, self._node, self._start)
+
     def compute_mask(self, out: NDArray[np.uint32]) -> NDArray[np.uint32]:
         """Overwrite ``out`` (``uint32[ceil(V/32)]``) with the allowed next tokens; return it.
 

@@ -1,0 +1,217 @@
+"""``compute_masks(matchers, out2d)``: the masks of a batch of sequences in one call.
+
+One pass over the rows on the calling thread sorts them by what their mask needs:
+
+* a row whose state's mask is in its constraint's cache (``CompiledConstraint.
+  stored_mask``), or a finished row (after EOS: nothing allowed), is written by the
+  numba kernel ``_kernels.fill_rows`` (a copy of a dense mask, or zero + the stored
+  non-zero words), which runs without the GIL. Those rows are split into contiguous
+  runs among ``threads`` threads (a pool of ``threads - 1`` workers plus the caller);
+* a row whose mask is not cached takes the matcher's own path (``Matcher.compute_mask``:
+  the trie walk, whose kernels also release the GIL, and the Python slow path for the
+  table entries it meets first) on the calling thread, while the workers copy.
+
+The result is the one of ``matchers[i].compute_mask(out2d[i])`` for each row in turn
+(a cached mask is a pure function of its key; a row whose key another row of the batch
+computes first hits the cache on its own path). Workers only read stored arrays that
+the call holds referenced and write rows no other thread writes; the call waits for
+them before it returns or raises.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tether.errors import ConstraintError
+
+if TYPE_CHECKING:
+    from tether.engine.compiled import StoredMask
+    from tether.engine.matcher import Matcher
+
+MAX_THREADS = 64
+# a worker's share must be worth its wake-up (tens of microseconds): at least this many
+# words written (256 KiB: about eight dense Gemma rows)
+MIN_WORDS_PER_THREAD = 1 << 16
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_pid = 0
+_pool_lock = threading.Lock()
+
+
+def default_threads() -> int:
+    """Threads ``compute_masks`` uses unless told: the machine's cores, at most 8."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def _workers(n: int) -> ThreadPoolExecutor:
+    """The shared pool, with at least ``n`` workers (made again after a fork: a child
+    inherits the pool object but not its threads)."""
+    global _pool, _pool_size, _pool_pid
+    with _pool_lock:
+        pid = os.getpid()
+        if _pool is None or _pool_size < n or _pool_pid != pid:
+            if _pool is not None and _pool_pid == pid:
+                _pool.shutdown(wait=False)
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="tether-masks")
+            _pool_size, _pool_pid = n, pid
+        return _pool
+
+
+def compute_masks(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], *,
+                  rows: Sequence[int] | NDArray[np.integer[Any]] | None = None,
+                  threads: int | None = None) -> None:
+    """Write each matcher's mask into a row of ``out2d`` (``uint32[rows, words]``).
+
+    Args:
+        matchers: Matchers of one vocabulary (of any constraints), at most
+            ``Limits.max_batch``.
+        out2d: a writeable, C-contiguous ``uint32`` array of the vocabulary's mask width.
+        rows: the row of ``out2d`` for each matcher (distinct, in range); default row
+            ``i`` for ``matchers[i]``. Rows not named are left alone.
+        threads: threads writing cached masks (the calling thread included); default
+            ``default_threads()``. A batch too small to share runs on the caller alone.
+
+    Each row gets exactly what ``matchers[i].compute_mask(row)`` writes, including its
+    decode-time refusal (a limit reached: a zero row and ``matcher.error`` set).
+
+    Raises:
+        ConstraintError (a ValueError): ``matchers`` is not a sequence of Matchers of
+            one vocabulary, ``out2d`` is not a writeable, C-contiguous ``uint32`` array of
+            shape ``(>= len(matchers), words)`` (or holding every row of ``rows``),
+            ``rows`` is not a list of distinct row indices, one per matcher, or
+            ``threads`` is not an integer in ``1..MAX_THREADS``.
+        LimitError: more matchers than ``Limits.max_batch``.
+    """
+    n = _check_matchers(matchers)
+    if threads is None:
+        threads = default_threads()
+    elif type(threads) is not int or not 1 <= threads <= MAX_THREADS:
+        raise ConstraintError(f"threads must be an integer from 1 to {MAX_THREADS}; got {threads!r}")
+    if n == 0:
+        return
+    words = matchers[0].cc.n_words
+    need = n if rows is None else 0
+    _check_out(out2d, need, words)
+    target = range(n) if rows is None else _check_rows(rows, n, out2d.shape[0])
+    _fill(matchers, out2d, target, threads)
+
+
+def _fill(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], target: Sequence[int],
+          threads: int) -> None:
+    from tether.engine._kernels import ROW_ZERO, fill_rows
+
+    held: list[StoredMask] = []  # keeps every stored array the kernel reads alive
+    spec: list[int] = []  # per kernel row: out2d row, kind, count, idx address, words address
+    misses: list[int] = []
+    zero = (ROW_ZERO, 0, 0, 0)
+    for j in range(len(target)):
+        m = matchers[j]
+        key = m.mask_key()
+        if key is None:
+            spec.append(target[j])
+            spec.extend(zero)
+            continue
+        cc = m.cc
+        hit = cc.stored_mask(key)
+        if hit is None:
+            misses.append(j)
+            continue
+        cc.stats["mask_hits"] += 1
+        held.append(hit)
+        spec.append(target[j])
+        spec.extend(hit.spec)
+    k = len(spec) // 5
+    table = np.array(spec, np.int64).reshape(k, 5)
+    shares = min(threads, k, max(1, k * out2d.shape[1] // MIN_WORDS_PER_THREAD))
+    futures: list[Future[int]] = []
+    try:
+        if shares > 1:
+            pool = _workers(shares - 1)
+            cut = [k * s // shares for s in range(shares + 1)]
+            futures = [pool.submit(fill_rows, out2d, table, cut[s], cut[s + 1])
+                       for s in range(1, shares)]
+            k = cut[1]
+        for j in misses:  # the walks release the GIL too: they overlap the workers
+            matchers[j].compute_mask(out2d[target[j]])
+        if k:
+            fill_rows(out2d, table, 0, k)
+    finally:
+        for f in futures:  # before ``held`` goes: the workers read its arrays
+            f.result()
+
+
+def _check_matchers(matchers: Any) -> int:
+    from tether.engine.matcher import Matcher
+    from tether.limits import check
+
+    if not isinstance(matchers, Sequence) or isinstance(matchers, str | bytes):
+        raise ConstraintError(f"matchers must be a list of Matcher; got {type(matchers).__name__}")
+    n = len(matchers)
+    check("max_batch", n, "compute_masks(matchers)")
+    if n == 0:
+        return 0
+    first = matchers[0]
+    if not isinstance(first, Matcher):
+        raise ConstraintError(f"matchers[0] is a {type(first).__name__}, not a Matcher")
+    vocab = first.cc.vocabulary
+    for i in range(1, n):
+        m = matchers[i]
+        if not isinstance(m, Matcher):
+            raise ConstraintError(f"matchers[{i}] is a {type(m).__name__}, not a Matcher")
+        if m.cc.vocabulary is not vocab and (m.cc.vocabulary != vocab
+                                             or m.cc.n_words != first.cc.n_words):
+            raise ConstraintError(
+                f"matchers[{i}] was compiled for another vocabulary ({m.cc.vocabulary!r}) "
+                f"than matchers[0] ({vocab!r})"
+            )
+    return n
+
+
+def _check_out(out2d: Any, n: int, words: int) -> None:
+    if (isinstance(out2d, np.ndarray) and out2d.ndim == 2 and out2d.shape[0] >= n
+            and out2d.shape[1] == words and out2d.dtype == np.uint32 and out2d.flags.carray):
+        return
+    if isinstance(out2d, np.ndarray):
+        layout = "C-contiguous" if out2d.flags.c_contiguous else "non-contiguous"
+        if not out2d.flags.writeable:
+            layout = "read-only " + layout
+        got = f"{layout} {out2d.dtype} of shape {tuple(out2d.shape)}"
+    else:
+        got = type(out2d).__name__
+    raise ConstraintError(
+        f"out2d must be a C-contiguous uint32 array of shape ({max(n, 1)}, {words}) (or more "
+        f"rows); got {got}"
+    )
+
+
+def _check_rows(rows: Any, n: int, height: int) -> list[int]:
+    """``rows`` as a list of ``n`` distinct ints in ``0..height-1``, or ConstraintError."""
+    if not isinstance(rows, list | tuple | np.ndarray):
+        raise ConstraintError(f"rows must be a list of row indices; got {type(rows).__name__}")
+    if isinstance(rows, np.ndarray):
+        if rows.ndim != 1 or rows.dtype.kind not in "iu":
+            raise ConstraintError(f"rows must be a 1-D integer array; got {rows.dtype} of shape {rows.shape}")
+        out = [int(r) for r in rows]
+    else:
+        out = []
+        for r in rows:
+            if isinstance(r, bool | np.bool_) or not isinstance(r, int | np.integer):
+                raise ConstraintError(f"rows must hold integers; got {type(r).__name__}")
+            out.append(int(r))
+    if len(out) != n:
+        raise ConstraintError(f"rows must name one row per matcher: {n} matchers, {len(out)} rows")
+    bad = [r for r in out if not 0 <= r < height]
+    if bad:
+        shown = str(bad[0]) if bad[0].bit_length() <= 64 else "a huge integer"
+        raise ConstraintError(f"rows[...] = {shown} is outside out2d's {height} rows")
+    if len(set(out)) != n:
+        raise ConstraintError("rows must be distinct (two matchers would write one row)")
+    return out
