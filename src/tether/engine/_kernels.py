@@ -12,6 +12,8 @@ Table conventions (all ``int32``): a value ``>= 0`` is a state or node id,
 
 from __future__ import annotations
 
+import ctypes
+
 import numba as nb
 import numpy as np
 from numba import types
@@ -148,62 +150,76 @@ ROW_DENSE = 1  # copy a stored mask of out2d's width
 ROW_SPARSE = 2  # zero the row, then set the stored non-zero words
 
 
-@intrinsic
-def _u32_at(typingctx, addr):  # type: ignore[no-untyped-def]
-    """The address ``addr`` (an int64) as a pointer to uint32."""
-    sig = types.CPointer(types.uint32)(types.int64)
+if nb.config.DISABLE_JIT:  # plain Python (NUMBA_DISABLE_JIT=1): ctypes pointers for carray
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.uint32)))
+    def _u32_at(addr):  # type: ignore[no-untyped-def]
+        return ctypes.cast(int(addr), ctypes.POINTER(ctypes.c_uint32))
 
-    return sig, codegen
+    def _i32_at(addr):  # type: ignore[no-untyped-def]
+        return ctypes.cast(int(addr), ctypes.POINTER(ctypes.c_int32))
+
+else:
+
+    @intrinsic
+    def _u32_at(typingctx, addr):  # type: ignore[no-untyped-def]
+        """The address ``addr`` (an int64) as a pointer to uint32."""
+        sig = types.CPointer(types.uint32)(types.int64)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.uint32)))
+
+        return sig, codegen
+
+    @intrinsic
+    def _i32_at(typingctx, addr):  # type: ignore[no-untyped-def]
+        """The address ``addr`` (an int64) as a pointer to int32."""
+        sig = types.CPointer(types.int32)(types.int64)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int32)))
+
+        return sig, codegen
 
 
-@intrinsic
-def _i32_at(typingctx, addr):  # type: ignore[no-untyped-def]
-    """The address ``addr`` (an int64) as a pointer to int32."""
-    sig = types.CPointer(types.int32)(types.int64)
+@nb.njit(cache=True, nogil=True)
+def write_stored(out, kind, count, idx_at, words_at):  # fmt: skip
+    """Write one stored mask into ``out`` (``uint32[w]``): ``kind`` is ``ROW_ZERO``,
+    ``ROW_DENSE`` (copy ``w`` words from address ``words_at``) or ``ROW_SPARSE`` (zero
+    ``out``, then word ``idx[i]`` = ``words[i]`` for the ``count`` pairs at ``idx_at`` /
+    ``words_at``; an index outside ``out`` is skipped).
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int32)))
-
-    return sig, codegen
+    The addresses are those of the engine's own cached arrays (``CompiledConstraint``'s
+    mask cache, ``StoredMask.spec``), which the caller keeps referenced for the duration
+    of the call. Returns the number of words copied or set."""
+    w = out.shape[0]
+    if kind == ROW_DENSE:
+        src = nb.carray(_u32_at(words_at), w)
+        for i in range(w):
+            out[i] = src[i]
+        return w
+    for i in range(w):
+        out[i] = 0
+    if kind != ROW_SPARSE:
+        return 0
+    ix = nb.carray(_i32_at(idx_at), count)
+    ws = nb.carray(_u32_at(words_at), count)
+    for i in range(count):
+        x = ix[i]
+        if 0 <= x < w:
+            out[x] = ws[i]
+    return count
 
 
 @nb.njit(cache=True, nogil=True)
 def fill_rows(out2d, spec, lo, hi):  # fmt: skip
-    """Write rows of ``out2d`` from stored masks, one per line ``lo..hi-1`` of ``spec``
-    (``int64[k, 5]``: row, kind, count, idx address, words address). ``kind`` is
-    ``ROW_ZERO``, ``ROW_DENSE`` (copy ``out2d.shape[1]`` words from the words address)
-    or ``ROW_SPARSE`` (zero the row, then word ``idx[i]`` = ``words[i]`` for the
-    ``count`` pairs at the two addresses).
-
-    The addresses are those of the engine's own cached arrays (``CompiledConstraint``'s
-    mask cache), which the caller keeps referenced for the duration of the call; a row or
-    an index outside ``out2d`` is skipped. Returns the number of rows written."""
+    """``write_stored`` for the lines ``lo..hi-1`` of ``spec`` (``int64[k, 5]``: row of
+    ``out2d``, kind, count, idx address, words address); a row outside ``out2d`` is
+    skipped. Returns the number of rows written."""
     h = out2d.shape[0]
-    w = out2d.shape[1]
     done = 0
     for j in range(lo, hi):
         r = spec[j, 0]
-        if not 0 <= r < h:
-            continue
-        row = out2d[r]
-        k = spec[j, 1]
-        done += 1
-        if k == ROW_DENSE:
-            src = nb.carray(_u32_at(spec[j, 4]), w)
-            for i in range(w):
-                row[i] = src[i]
-            continue
-        for i in range(w):
-            row[i] = 0
-        if k == ROW_SPARSE:
-            n = spec[j, 2]
-            ix = nb.carray(_i32_at(spec[j, 3]), n)
-            ws = nb.carray(_u32_at(spec[j, 4]), n)
-            for i in range(n):
-                x = ix[i]
-                if 0 <= x < w:
-                    row[x] = ws[i]
+        if 0 <= r < h:
+            write_stored(out2d[r], spec[j, 1], spec[j, 2], spec[j, 3], spec[j, 4])
+            done += 1
     return done

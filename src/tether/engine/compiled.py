@@ -74,6 +74,7 @@ class CompiledConstraint:
         self._masks: OrderedDict[tuple[int, int, bool], StoredMask] = OrderedDict()
         self._mask_bytes = 0
         self._mask_limit = mask_cache_bytes
+        self._write_stored: Callable[..., int] = _no_kernel
         self._depth_cache: dict[int, int] = {}
         self.stats = {"mask_hits": 0, "mask_misses": 0, "slow_steps": 0}
 
@@ -110,12 +111,7 @@ class CompiledConstraint:
         hit = self._masks.get(key)
         if hit is not None:
             self.stats["mask_hits"] += 1
-            idx, words = hit.idx, hit.words
-            if idx is None:  # stored dense
-                np.copyto(out, words)
-            else:
-                out.fill(0)
-                out[idx] = words
+            self._write_stored(out, *hit.spec)  # a numba kernel, without the GIL
             return
         self.stats["mask_misses"] += 1
         if hint is not None and ls not in self._depth_cache:
@@ -141,7 +137,9 @@ class CompiledConstraint:
     def _store(self, key: tuple[int, int, bool], out: NDArray[np.uint32]) -> None:
         """Keep the mask of ``key``: its non-zero words, or a dense copy when more than
         half are non-zero; the oldest entries go past the size limit."""
-        from tether.engine._kernels import ROW_DENSE, ROW_SPARSE, nonzero_words
+        from tether.engine._kernels import ROW_DENSE, ROW_SPARSE, nonzero_words, write_stored
+
+        self._write_stored = write_stored  # hits come after a store: no import per hit
 
         n = int(np.count_nonzero(out))
         if n * 2 > out.shape[0]:
@@ -159,6 +157,10 @@ class CompiledConstraint:
         while self._mask_bytes > self._mask_limit and len(self._masks) > 1:
             _, old = self._masks.popitem(last=False)
             self._mask_bytes -= old.size
+
+
+def _no_kernel(*_args: Any) -> int:  # pragma: no cover - replaced by the first store
+    raise AssertionError("a mask hit before any mask was stored")
 
 
 class StoredMask(NamedTuple):
