@@ -150,7 +150,8 @@ ROW_DENSE = 1  # copy a stored mask of out2d's width
 ROW_SPARSE = 2  # zero the row, then set the stored non-zero words
 
 
-if nb.config.DISABLE_JIT:  # plain Python (NUMBA_DISABLE_JIT=1): ctypes pointers for carray
+# plain Python (NUMBA_DISABLE_JIT=1): ctypes pointers, which carray takes there too
+if nb.config.DISABLE_JIT:  # type: ignore[attr-defined]
 
     def _u32_at(addr):  # type: ignore[no-untyped-def]
         return ctypes.cast(int(addr), ctypes.POINTER(ctypes.c_uint32))
