@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from tether.engine.matcher import Matcher
 
 MAX_THREADS = 64
-# a worker's share must be worth its wake-up (tens of microseconds): at least this many
-# words written (256 KiB: about eight dense Gemma rows)
-MIN_WORDS_PER_THREAD = 1 << 16
+# a worker's share must be worth its wake-up (tens of microseconds on a busy machine): at
+# least this many words written (1 MiB: 32 Gemma rows, about 30 us of copying)
+MIN_WORDS_PER_THREAD = 1 << 18
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -47,8 +47,13 @@ _pool_lock = threading.Lock()
 
 
 def default_threads() -> int:
-    """Threads ``compute_masks`` uses unless told: the machine's cores, at most 8."""
-    return max(1, min(8, os.cpu_count() or 1))
+    """Threads ``compute_masks`` uses unless told: half the cores this process may run
+    on (the rest are the serving engine's), at least 1, at most 8."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(8, cores // 2))
 
 
 def _workers(n: int) -> ThreadPoolExecutor:
