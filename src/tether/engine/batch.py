@@ -34,6 +34,7 @@ from tether.errors import ConstraintError
 if TYPE_CHECKING:
     from tether.engine.compiled import StoredMask
     from tether.engine.matcher import Matcher
+    from tether.engine.walk import Walk
 
 MAX_THREADS = 64
 # a worker's share must be worth its wake-up (tens of microseconds on a busy machine): at
@@ -144,13 +145,93 @@ def _fill(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], target: Sequen
             futures = [pool.submit(fill_rows, out2d, table, cut[s], cut[s + 1])
                        for s in range(1, shares)]
             k = cut[1]
-        for j in misses:  # the walks release the GIL too: they overlap the workers
-            matchers[j].compute_mask(out2d[target[j]])
+        if misses:
+            _fill_misses(matchers, out2d, target, misses, threads)
         if k:
             fill_rows(out2d, table, 0, k)
     finally:
         for f in futures:  # before ``held`` goes: the workers read its arrays
             f.result()
+
+
+def _fill_misses(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], target: Sequence[int],
+                 misses: list[int], threads: int) -> None:
+    """The rows whose masks are not cached. Each row's walk is started (slices, Python)
+    on this thread; then in rounds: every unfinished walk runs its kernel (on up to
+    ``threads`` threads; no table is written meanwhile), and this thread fills the table
+    entry each one stopped at (the Python slow path). Done walks are finished (EOS,
+    cache) in row order. A row whose key an earlier row of the batch computes is written
+    afterwards from the cache, as in the row-by-row loop."""
+    from tether.errors import TetherError
+
+    jobs: list[tuple[Matcher, Walk]] = []
+    first: dict[tuple[int, tuple[int, int, bool] | None], int] = {}
+    later: list[int] = []
+    for j in misses:
+        m = matchers[j]
+        ident = (id(m.cc), m.mask_key())
+        if ident in first:
+            later.append(j)
+            continue
+        first[ident] = j
+        row = out2d[target[j]]
+        try:
+            jobs.append((m, m.start_mask(row)))
+        except TetherError as e:
+            _refuse(m, row, e)
+    failed: set[int] = set()
+    live = list(range(len(jobs)))
+    while live:
+        for cc in {id(m.cc): m.cc for m, _ in (jobs[i] for i in live)}.values():
+            cc.steps.sync()
+        _advance([jobs[i][1] for i in live], threads)
+        stopped = []
+        for i in live:
+            m, walk = jobs[i]
+            if walk.p < 0:
+                continue
+            try:
+                walk.fill()
+                stopped.append(i)
+            except TetherError as e:
+                _refuse(m, walk.mask, e)
+                failed.add(i)
+        live = stopped
+    for i, (m, walk) in enumerate(jobs):
+        if i not in failed:
+            try:
+                m.finish_mask(walk)
+            except TetherError as e:
+                _refuse(m, walk.mask, e)
+    for j in later:
+        matchers[j].compute_mask(out2d[target[j]])
+
+
+def _refuse(m: Matcher, row: NDArray[np.uint32], e: Exception) -> None:
+    """What ``Matcher.compute_mask`` does on a limit reached: nothing allowed, the reason kept."""
+    row.fill(0)
+    m.error = str(e)
+
+
+def _advance(walks: list[Walk], threads: int) -> None:
+    """Run each walk's kernel once (``Walk.advance``), on up to ``threads`` threads."""
+    n = min(threads, len(walks))
+    if n <= 1:
+        for w in walks:
+            w.advance()
+        return
+    futures = [_workers(n - 1).submit(_advance_share, walks[s::n]) for s in range(1, n)]
+    try:
+        _advance_share(walks[0::n])
+    finally:
+        for f in futures:
+            f.result()
+
+
+def _advance_share(walks: list[Walk]) -> int:
+    for w in walks:
+        w.advance()
+    return len(walks)
 
 
 def _check_matchers(matchers: Any) -> int:

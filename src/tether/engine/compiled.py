@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from tether.engine.slices import DEFAULT_BUCKETS, VocabIndex, vocab_index
 from tether.engine.tables import StepTables
-from tether.engine.walk import fill_mask
+from tether.engine.walk import Walk, start_walk
 from tether.errors import ConstraintError
 from tether.grammar.ir import Grammar
 from tether.limits import check_deadline, deadline
@@ -113,14 +113,33 @@ class CompiledConstraint:
             self.stats["mask_hits"] += 1
             self._write_stored(out, *hit.spec)  # a numba kernel, without the GIL
             return
+        walk = self.start_mask(key, out, hint)
+        walk.run()
+        self.finish_mask(key, walk, parser)
+
+    # the two halves of a mask not in the cache, around its walk (``compute_masks`` runs the
+    # walks of a batch between them, on several threads)
+    def start_mask(self, key: tuple[int, int, bool], out: NDArray[np.uint32],
+                   hint: tuple[int, int] | None = None) -> Walk:
+        """Begin the mask of ``key`` in ``out``: the slices taken whole are written, the
+        rest is the returned walk, not started."""
         self.stats["mask_misses"] += 1
+        ls, node, _ = key
         if hint is not None and ls not in self._depth_cache:
             k0 = self._depth_cache.get(hint[0])
             if k0 is not None and k0 - hint[1] >= 16:
                 self._depth_cache[ls] = k0 - hint[1]
-        self.stats["slow_steps"] += fill_mask(self.vindex, self.steps, ls, node, out,
-                                              slices=self.use_slices,
-                                              depth_cache=self._depth_cache)
+        return start_walk(self.vindex, self.steps, ls, node, out, slices=self.use_slices,
+                          depth_cache=self._depth_cache)
+
+    def finish_mask(self, key: tuple[int, int, bool], walk: Walk,
+                    parser: Callable[[], Any] | None = None) -> None:
+        """After ``walk`` (from ``start_mask(key, ...)``) is done: EOS where the output may
+        end, then the mask goes into the cache. ``parser()``: a parser at the key's node
+        (default: the node's representative)."""
+        ls, node, at_start = key
+        out = walk.mask
+        self.stats["slow_steps"] += walk.misses
         if not at_start:
             a = self.steps.accid_of(ls)
             if a >= 0:  # make sure the accepting test below has its transition

@@ -225,3 +225,32 @@ def test_a_row_past_the_earley_limit_matches_the_loop() -> None:
     assert np.array_equal(got, want)
     assert not want[0].any() and want[1].any()  # the limit: nothing allowed, a reason kept
     assert "max_earley_items" in (ms[0].error or "") and "max_earley_items" in (ms[1].error or "")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_a_cold_batch_walks_its_rows_together(threads: int) -> None:
+    """New constraints (empty caches and tables): most rows are walks, run in rounds on
+    several threads, and still equal the loop's rows."""
+    rounds: list[int] = []
+    pairs = [(_compile(g, n), _compile(g, n)) for _name, g, n in _constraints()[:3]]
+    guides = three().kinds
+    refs, bats = [], []
+    rnd = random.Random(threads)
+    for i in range(24):
+        (ref, bat), guide = pairs[i % 3], guides[i % 3][1]
+        toks = _walk(guide, rnd, rnd.randrange(0, 30))
+        a, b = ref.matcher(), bat.matcher()
+        for t in toks:
+            assert a.consume(t) == b.consume(t)
+        refs.append(a)
+        bats.append(b)
+    want = np.zeros((24, WORDS), np.uint32)
+    for j, m in enumerate(refs):
+        m.compute_mask(want[j])
+    got = np.full_like(want, 0xDEADBEEF)
+    real = batch._advance
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(batch, "_advance", lambda walks, n: rounds.append(len(walks)) or real(walks, n))
+        compute_masks(bats, got, threads=threads)
+    assert np.array_equal(got, want)
+    assert rounds and rounds[0] > 1  # the first round walks several rows at once
