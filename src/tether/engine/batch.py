@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,6 +40,8 @@ MAX_THREADS = 64
 # a worker's share must be worth its wake-up (tens of microseconds on a busy machine): at
 # least this many words written (1 MiB: 32 Gemma rows, about 30 us of copying)
 MIN_WORDS_PER_THREAD = 1 << 18
+# cached rows are handed out in pieces of about this many words (256 KiB: 8 Gemma rows)
+CHUNK_WORDS = 1 << 16
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -136,22 +138,68 @@ def _fill(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], target: Sequen
         spec.extend(hit.spec)
     k = len(spec) // 5
     table = np.array(spec, np.int64).reshape(k, 5)
-    shares = min(threads, k, max(1, k * out2d.shape[1] // MIN_WORDS_PER_THREAD))
-    futures: list[Future[int]] = []
+    step = max(1, CHUNK_WORDS // out2d.shape[1])  # rows per piece of work
+    pieces = (k + step - 1) // step
+    work = _Work(lambda i: fill_rows(out2d, table, i * step, min(k, (i + 1) * step)), pieces)
+    helpers = min(threads, pieces, max(1, k * out2d.shape[1] // MIN_WORDS_PER_THREAD)) - 1
     try:
-        if shares > 1:
-            pool = _workers(shares - 1)
-            cut = [k * s // shares for s in range(shares + 1)]
-            futures = [pool.submit(fill_rows, out2d, table, cut[s], cut[s + 1])
-                       for s in range(1, shares)]
-            k = cut[1]
+        if helpers > 0:
+            work.offer(helpers)
         if misses:
             _fill_misses(matchers, out2d, target, misses, threads)
-        if k:
-            fill_rows(out2d, table, 0, k)
     finally:
-        for f in futures:  # before ``held`` goes: the workers read its arrays
-            f.result()
+        work.wait()  # the caller's share, then the workers': before ``held`` goes
+
+
+class _Work:
+    """``n`` pieces of work (``run(i)``) taken one at a time by the calling thread and by
+    any pool worker that gets to run. The caller never waits for a worker that has not
+    started (on a busy machine a woken thread may wait milliseconds for a core): it
+    takes the pieces left itself, then waits only for pieces already taken."""
+
+    def __init__(self, run: Callable[[int], object], n: int) -> None:
+        self.run, self.n = run, n
+        self.next = 0
+        self.busy = 0
+        self.cond = threading.Condition()
+        self.error: BaseException | None = None
+
+    def offer(self, helpers: int) -> None:
+        """Let up to ``helpers`` pool workers take pieces too."""
+        pool = _workers(helpers)
+        for _ in range(helpers):
+            pool.submit(self.drain)
+
+    def drain(self) -> None:
+        while True:
+            with self.cond:
+                i = self.next
+                if i >= self.n:
+                    return
+                self.next = i + 1
+                self.busy += 1
+            try:
+                self.run(i)
+            except BaseException as e:  # noqa: BLE001 -- handed to the caller by wait()
+                self.error = self.error or e
+            finally:
+                with self.cond:
+                    self.busy -= 1
+                    if not self.busy:
+                        self.cond.notify_all()
+
+    def wait(self) -> None:
+        """Take the pieces left, close the work (a worker that starts later finds none:
+        nothing the caller frees is read after this returns), wait for the pieces
+        workers took; raise a worker's error."""
+        if self.error is None:
+            self.drain()
+        with self.cond:
+            self.next = self.n
+            while self.busy:
+                self.cond.wait()
+        if self.error is not None:
+            raise self.error
 
 
 def _fill_misses(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], target: Sequence[int],
@@ -220,18 +268,9 @@ def _advance(walks: list[Walk], threads: int) -> None:
         for w in walks:
             w.advance()
         return
-    futures = [_workers(n - 1).submit(_advance_share, walks[s::n]) for s in range(1, n)]
-    try:
-        _advance_share(walks[0::n])
-    finally:
-        for f in futures:
-            f.result()
-
-
-def _advance_share(walks: list[Walk]) -> int:
-    for w in walks:
-        w.advance()
-    return len(walks)
+    work = _Work(lambda i: walks[i].advance(), len(walks))
+    work.offer(n - 1)
+    work.wait()
 
 
 def _check_matchers(matchers: Any) -> int:

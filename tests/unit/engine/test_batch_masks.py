@@ -4,8 +4,8 @@ Every constraint is compiled three times, with separate caches: ``guide`` picks 
 row's tokens (random walks over its masks: allowed tokens, EOS where allowed, now and
 then a refused token), ``ref`` and ``batch`` replay them. ``ref`` computes the batch
 with ``compute_mask`` row by row, ``batch`` with one ``compute_masks`` call, at random
-thread counts with the per-thread share lowered to one word so that the rows are split
-among workers, at random target rows of a larger buffer. The two constraints see the
+thread counts with the per-thread share and the pieces of work lowered to one row so
+that the rows are split among workers, at random target rows of a larger buffer. The two constraints see the
 same calls in the same order, so the rows must be bit-identical, the rows not named
 untouched, and the decode-time errors alike. A second call on the same states (every
 row cached, written by the kernel alone) must give the same rows again.
@@ -134,6 +134,7 @@ def test_compute_masks_equals_the_row_by_row_loop(seed: int, n: int, threads: in
         m.compute_mask(want[rows[j] if rows else j])
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(batch, "MIN_WORDS_PER_THREAD", 1)
+        mp.setattr(batch, "CHUNK_WORDS", 1)  # one row per piece of work
         compute_masks(bats, got, rows=rows, threads=threads)
         assert np.array_equal(got, want)
         assert [m.error is None for m in bats] == [m.error is None for m in refs]
@@ -155,6 +156,7 @@ def test_a_batch_too_small_to_share_and_a_shared_one_agree() -> None:
     compute_masks(ms, one, threads=1)  # cached now
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(batch, "MIN_WORDS_PER_THREAD", 1)
+        mp.setattr(batch, "CHUNK_WORDS", 1)  # one row per piece of work
         many = np.zeros_like(one)
         compute_masks(ms, many, threads=5)
     assert np.array_equal(one, many)
