@@ -3,19 +3,21 @@
 One pass over the rows on the calling thread sorts them by what their mask needs:
 
 * a row whose state's mask is in its constraint's cache (``CompiledConstraint.
-  stored_mask``), or a finished row (after EOS: nothing allowed), is written by the
-  numba kernel ``_kernels.fill_rows`` (a copy of a dense mask, or zero + the stored
-  non-zero words), which runs without the GIL. Those rows are split into contiguous
-  runs among ``threads`` threads (a pool of ``threads - 1`` workers plus the caller);
-* a row whose mask is not cached takes the matcher's own path (``Matcher.compute_mask``:
-  the trie walk, whose kernels also release the GIL, and the Python slow path for the
-  table entries it meets first) on the calling thread, while the workers copy.
+  stored_mask``), or a finished row (after EOS: nothing allowed), becomes a line of a
+  spec that the numba kernel ``_kernels.fill_rows`` writes without the GIL (a copy of a
+  dense mask, or zero + the stored non-zero words), in pieces taken by the calling
+  thread and, when the batch is large enough, by pool workers;
+* a row whose mask is not cached is a walk (``walk.Walk``): started on the calling
+  thread (the slices, the depth search), then in rounds every unfinished walk runs its
+  kernel, on several threads, and the calling thread fills the table entry each one
+  stopped at (the Python slow path); nothing writes a table while kernels run.
 
-The result is the one of ``matchers[i].compute_mask(out2d[i])`` for each row in turn
-(a cached mask is a pure function of its key; a row whose key another row of the batch
-computes first hits the cache on its own path). Workers only read stored arrays that
-the call holds referenced and write rows no other thread writes; the call waits for
-them before it returns or raises.
+Each row gets what ``matchers[i].compute_mask(out2d[i])`` would write, row after row
+(a cached mask is a pure function of its key; a row whose key an earlier row of the
+batch computes is written from the cache afterwards). Workers only read stored arrays
+the call holds referenced and write rows no other thread writes. The caller never
+blocks on a worker that has not started (``_Work``): it takes the pieces left itself and
+waits only for pieces in progress, before it returns or raises.
 """
 
 from __future__ import annotations
@@ -84,8 +86,9 @@ def compute_masks(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], *,
         out2d: a writeable, C-contiguous ``uint32`` array of the vocabulary's mask width.
         rows: the row of ``out2d`` for each matcher (distinct, in range); default row
             ``i`` for ``matchers[i]``. Rows not named are left alone.
-        threads: threads writing cached masks (the calling thread included); default
-            ``default_threads()``. A batch too small to share runs on the caller alone.
+        threads: threads running the kernels (the calling thread included); default
+            ``default_threads()``. Cached rows are shared only past 1 MiB a thread
+            (``MIN_WORDS_PER_THREAD``); the Python slow path runs on the calling thread.
 
     Each row gets exactly what ``matchers[i].compute_mask(row)`` writes, including its
     decode-time refusal (a limit reached: a zero row and ``matcher.error`` set).
