@@ -4,7 +4,10 @@ A CompiledConstraint holds the grammar's parser tables, its lexer, the lazily fi
 step tables (``tables.StepTables``), the per-vocabulary token index (``slices``) and
 the mask cache. It is immutable from the outside: its caches only grow, and every
 cached entry is a pure function of the grammar and the vocabulary, so it can be shared
-by any number of matchers (and threads, under the GIL).
+by any number of matchers. Threads: a cache hit only reads; but a miss fills the tables
+in Python while the walk kernels (which release the GIL) read them, so two threads must
+not compute new masks or advance matchers of one constraint at the same time
+(``compute_masks`` runs a batch's kernels on several threads and fills on one).
 
 Mask cache: the allowed tokens depend only on (lexer state, parser node, at lexeme
 start), so masks are kept under that key — a regular constraint ends up with an O(1)
