@@ -10,7 +10,8 @@ One pass over the rows on the calling thread sorts them by what their mask needs
 * a row whose mask is not cached is a walk (``walk.Walk``): started on the calling
   thread (the slices, the depth search), then in rounds every unfinished walk runs its
   kernel, on several threads, and the calling thread fills the table entry each one
-  stopped at (the Python slow path); nothing writes a table while kernels run.
+  stopped at (the Python slow path); nothing writes a table while kernels run (the
+  call holds the constraints' locks meanwhile, ``CompiledConstraint.lock``).
 
 Each row gets what ``matchers[i].compute_mask(out2d[i])`` would write, row after row
 (a cached mask is a pure function of its key; a row whose key an earlier row of the
@@ -26,6 +27,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -149,7 +151,11 @@ def _fill(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], target: Sequen
         if helpers > 0:
             work.offer(helpers)
         if misses:
-            _fill_misses(matchers, out2d, target, misses, threads)
+            with ExitStack() as held_locks:  # in one order: no two calls wait on each other
+                ccs = {id(matchers[j].cc): matchers[j].cc for j in misses}
+                for ident in sorted(ccs):
+                    held_locks.enter_context(ccs[ident].lock)
+                _fill_misses(matchers, out2d, target, misses, threads)
     finally:
         work.wait()  # the caller's share, then the workers': before ``held`` goes
 

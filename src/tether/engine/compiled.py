@@ -4,10 +4,11 @@ A CompiledConstraint holds the grammar's parser tables, its lexer, the lazily fi
 step tables (``tables.StepTables``), the per-vocabulary token index (``slices``) and
 the mask cache. It is immutable from the outside: its caches only grow, and every
 cached entry is a pure function of the grammar and the vocabulary, so it can be shared
-by any number of matchers. Threads: a cache hit only reads; but a miss fills the tables
-in Python while the walk kernels (which release the GIL) read them, so two threads must
-not compute new masks or advance matchers of one constraint at the same time
-(``compute_masks`` runs a batch's kernels on several threads and fills on one).
+by any number of matchers, in any number of threads: a cache hit only reads; whatever
+fills the tables or walks them (a mask not cached, a matcher's moves and lookahead) holds
+the constraint's ``lock``, so a walk kernel, which runs without the GIL, never reads a
+table another thread is filling (``compute_masks`` holds it while its walks run on
+several threads and it fills on one).
 
 Mask cache: the allowed tokens depend only on (lexer state, parser node, at lexeme
 start), so masks are kept under that key — a regular constraint ends up with an O(1)
@@ -18,6 +19,7 @@ entries are dropped first).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -48,6 +50,7 @@ class CompiledConstraint:
         vocabulary: the vocabulary.
         tables: the parser layer's ``ParserTables``.
         stats: counters (``mask_hits``, ``mask_misses``, ``slow_steps``).
+        lock: held (re-entrant) by whatever fills or walks the tables.
     """
 
     def __init__(self, grammar: Grammar, vocabulary: Vocabulary, *, slices: bool = True,
@@ -80,6 +83,7 @@ class CompiledConstraint:
         self._write_stored: Callable[..., int] = _no_kernel
         self._depth_cache: dict[int, int] = {}
         self.stats = {"mask_hits": 0, "mask_misses": 0, "slow_steps": 0}
+        self.lock = threading.RLock()
 
     # ---- public ---------------------------------------------------------------------------
     def matcher(self) -> Matcher:
@@ -116,16 +120,23 @@ class CompiledConstraint:
             self.stats["mask_hits"] += 1
             self._write_stored(out, *hit.spec)  # a numba kernel, without the GIL
             return
-        walk = self.start_mask(key, out, hint)
-        walk.run()
-        self.finish_mask(key, walk, parser)
+        with self.lock:
+            hit = self._masks.get(key)  # another thread may have stored it meanwhile
+            if hit is not None:
+                self.stats["mask_hits"] += 1
+                self._write_stored(out, *hit.spec)
+                return
+            walk = self.start_mask(key, out, hint)
+            walk.run()
+            self.finish_mask(key, walk, parser)
 
     # the two halves of a mask not in the cache, around its walk (``compute_masks`` runs the
     # walks of a batch between them, on several threads)
     def start_mask(self, key: tuple[int, int, bool], out: NDArray[np.uint32],
                    hint: tuple[int, int] | None = None) -> Walk:
         """Begin the mask of ``key`` in ``out``: the slices taken whole are written, the
-        rest is the returned walk, not started."""
+        rest is the returned walk, not started. The caller holds ``lock`` from here to
+        ``finish_mask``."""
         self.stats["mask_misses"] += 1
         ls, node, _ = key
         if hint is not None and ls not in self._depth_cache:
@@ -174,6 +185,9 @@ class CompiledConstraint:
             nonzero_words(out, idx, words)
             entry = StoredMask(idx, words, idx.nbytes * 2 + 200,
                                (ROW_SPARSE, n, idx.ctypes.data, words.ctypes.data))
+        old = self._masks.pop(key, None)
+        if old is not None:
+            self._mask_bytes -= old.size
         self._masks[key] = entry
         self._mask_bytes += entry.size
         while self._mask_bytes > self._mask_limit and len(self._masks) > 1:

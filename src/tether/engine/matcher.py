@@ -75,11 +75,12 @@ class Matcher:
     def _accepting_now(self) -> bool:
         cc = self.cc
         try:
-            if not self._start:
-                a = cc.steps.accid_of(self._ls)
-                if a >= 0:
-                    cc.steps.transition(self._node, a, self._parser_at_node)
-            return cc.is_accepting_at(self._ls, self._node, self._start)
+            with cc.lock:
+                if not self._start:
+                    a = cc.steps.accid_of(self._ls)
+                    if a >= 0:
+                        cc.steps.transition(self._node, a, self._parser_at_node)
+                return cc.is_accepting_at(self._ls, self._node, self._start)
         except TetherError as e:  # a limit reached while stepping: not accepting, reason kept
             self.error = str(e)
             return False
@@ -171,7 +172,8 @@ class Matcher:
                 self.error = (f"token {_show_int(token)} is out of range (vocabulary size "
                               f"{self.cc.vocabulary.size})")
                 return False
-            return self._consume(token)
+            with self.cc.lock:
+                return self._consume(token)
         except TetherError as e:  # a limit reached while stepping
             self.error = f"token {limited(token, 40)}: {e}"
             return False
@@ -235,15 +237,16 @@ class Matcher:
                 self.error = "bytes after end of sequence"
                 return False
             h = self._save()
-            for i, b in enumerate(data):
-                if not self._step(b):
-                    allowed = _show_bytes(self.allowed_bytes())
-                    self._restore(h)
-                    self.error = (
-                        f"byte {i} of {bytes(data[:i + 1])[-20:]!r} rejected at output byte "
-                        f"{self._out_len + i}; allowed there: {allowed}"
-                    )
-                    return False
+            with self.cc.lock:
+                for i, b in enumerate(data):
+                    if not self._step(b):
+                        allowed = _show_bytes(self.allowed_bytes())
+                        self._restore(h)
+                        self.error = (
+                            f"byte {i} of {bytes(data[:i + 1])[-20:]!r} rejected at output byte "
+                            f"{self._out_len + i}; allowed there: {allowed}"
+                        )
+                        return False
             self._out_len += len(data)
             self._hist.append(h)
             self.error = None
@@ -282,21 +285,24 @@ class Matcher:
             return []
         from tether.engine.completion import allowed_bytes_at
 
-        return allowed_bytes_at(self.cc.steps, self._ls, self._node, self._parser_at_node)
+        with self.cc.lock:
+            return allowed_bytes_at(self.cc.steps, self._ls, self._node, self._parser_at_node)
 
     def forced_bytes(self) -> bytes:
         """The bytes every valid continuation starts with (empty if there is a choice,
         including the choice to stop here). Does not change the state."""
         from tether.engine.completion import forced_bytes
 
-        return forced_bytes(self)
+        with self.cc.lock:
+            return forced_bytes(self)
 
     def fast_forward(self) -> list[int]:
         """Tokens forced from here (canonical tokenization of ``forced_bytes()``, minus a last
         token that a longer token could extend). Does not consume them."""
         from tether.engine.completion import forced_tokens
 
-        return forced_tokens(self)
+        with self.cc.lock:
+            return forced_tokens(self)
 
     def shortest_completion(self, max_states: int = 20000) -> bytes:
         """A shortest byte string that makes the output complete (b"" if it already is).
@@ -305,7 +311,8 @@ class Matcher:
         """
         from tether.engine.completion import shortest_completion
 
-        return shortest_completion(self, max_states)
+        with self.cc.lock:
+            return shortest_completion(self, max_states)
 
     def __repr__(self) -> str:
         return (f"Matcher(tokens={len(self._hist)}, bytes={self._out_len}, node={self._node}, "

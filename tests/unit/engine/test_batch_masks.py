@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -256,3 +257,61 @@ def test_a_cold_batch_walks_its_rows_together(threads: int) -> None:
         compute_masks(bats, got, threads=threads)
     assert np.array_equal(got, want)
     assert rounds and rounds[0] > 1  # the first round walks several rows at once
+
+
+def test_threads_sharing_one_constraint_get_the_loops_masks() -> None:
+    """Four threads decode under one new constraint at once (two mask by ``compute_mask``,
+    two by ``compute_masks`` on 2 threads), with a tiny switch interval so that their
+    table fills and walks can interleave; every mask they saw equals the one a constraint
+    used by one thread gives for the same tokens. (With the constraint's lock replaced by
+    a no-op this test still passed three runs out of three: it guards the results, it
+    does not reproduce a race.)"""
+    _name, g, n = _constraints()[0]
+    shared, ref = _compile(g, n), _compile(g, n)
+    seen: list[tuple[list[int], np.ndarray]] = []
+    errors: list[BaseException] = []
+
+    def decode(seed: int) -> None:
+        try:
+            rnd = random.Random(seed)
+            ms = [shared.matcher() for _ in range(3)]
+            toks: list[list[int]] = [[] for _ in ms]
+            out = np.zeros((3, WORDS), np.uint32)
+            for _ in range(25):
+                if seed % 2:
+                    compute_masks(ms, out, threads=2)
+                else:
+                    for m, row in zip(ms, out, strict=True):
+                        m.compute_mask(row)
+                for i, m in enumerate(ms):
+                    seen.append((list(toks[i]), out[i].copy()))
+                    allowed = [t for t in np.flatnonzero(np.unpackbits(
+                        out[i].view(np.uint8), bitorder="little")[:VOCAB.size]) if t != 0]
+                    if allowed:
+                        t = int(allowed[rnd.randrange(len(allowed))])
+                        assert m.consume(t), m.error
+                        toks[i].append(t)
+        except BaseException as e:  # noqa: BLE001 -- reported by the main thread
+            errors.append(e)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(batch, "MIN_WORDS_PER_THREAD", 1)
+            mp.setattr(batch, "CHUNK_WORDS", 1)
+            threads = [threading.Thread(target=decode, args=(s,)) for s in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors, errors
+    want = np.zeros(WORDS, np.uint32)
+    for toks, got in seen:
+        m = ref.matcher()
+        for t in toks:
+            assert m.consume(t)
+        m.compute_mask(want)
+        assert np.array_equal(got, want), toks
