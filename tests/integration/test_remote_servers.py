@@ -80,9 +80,15 @@ def test_schema(remote: OpenAIModel) -> None:
     # llama-cpp-python's server enforces a schema on chat requests only (response_format)
     prompt = ([{"role": "user", "content": "Describe a person as JSON with a name and an age."}]
               if remote.server == "llama-cpp-python" else "A person as JSON with a name and an age: ")
-    g = generate(remote, prompt, SCHEMA, max_tokens=60)
+    schema = SCHEMA
+    if remote.server == "vllm":
+        # the server enforces the schema but cannot close an output within the budget, and
+        # the 270M model, greedy, writes digits without end: bound the integer
+        schema = {**SCHEMA, "properties": {**SCHEMA["properties"], "age": {"type": "integer", "minimum": 0,
+                                                                            "maximum": 150}}}
+    g = generate(remote, prompt, schema, max_tokens=60)
     assert g.valid, g
-    jsonschema.validate(g.value, SCHEMA)
+    jsonschema.validate(g.value, schema)
 
 
 def test_regex(remote: OpenAIModel) -> None:
