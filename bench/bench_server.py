@@ -102,7 +102,10 @@ def start(kind: str, parallel: int, log: Path, vllm: VllmOptions | None = None,
         cmd = [vllm.python, "-m", "vllm.entrypoints.openai.api_server", "--model", vllm.model, "--host", "127.0.0.1",
                "--port", str(port), "--served-model-name", "gemma3-270m", "--dtype", vllm.dtype,
                "--max-model-len", "4096", "--max-num-seqs", str(max(parallel, 1)),
-               "--chat-template", str(template), "--disable-log-stats"]
+               "--chat-template", str(template), "--disable-log-stats",
+               # compact JSON as tether writes it (vLLM 0.32 reads this from its config only;
+               # with any whitespace allowed a small model can write newlines to its budget)
+               "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
         # offline (the weights are local), a bounded KV cache on the CPU; the venv's own packages only
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE=os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"))

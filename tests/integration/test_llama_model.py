@@ -335,3 +335,18 @@ def test_closed_model_raises() -> None:
         m.logits(ids)
     with pytest.raises(ModelError, match="is closed"):
         m.tokenize("hi")
+
+
+def test_steps_of_several_sequences_take_the_batch_threads() -> None:
+    """``n_threads_batch`` serves decodes holding several sequences; one sequence's prompt
+    and steps stay on ``n_threads`` (a lone request never waits on a busy core)."""
+    m = load_model("embedded", n_ctx=512, n_seq=2, n_threads=1, n_threads_batch=2)
+    a, b = m.tokenize("Hello there", add_bos=True), m.tokenize("The capital of France", add_bos=True)
+    alone, _ = m.eval_slots([(0, a)])
+    assert m._threads_batch_now == 1
+    both, _ = m.eval_slots([(0, a), (1, b)])
+    assert m._threads_batch_now == 2
+    m.eval_slots([(1, b + [235265])])
+    assert m._threads_batch_now == 1
+    assert np.allclose(alone[0], both[0], atol=1e-3)  # the same logits either way
+    m.close()

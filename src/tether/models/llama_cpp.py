@@ -159,10 +159,10 @@ class LlamaCppModel(ModelIdioms):
     Args:
         path: a ``.gguf`` file; None loads the embedded Gemma 3 270M.
         n_threads: compute threads; None = ``default_threads()``.
-        n_threads_batch: compute threads for a ``llama_decode`` of more than one token
-            (prompts, and steps of several sequences at once); None = ``n_threads``.
-            A batched server gains from more threads here while one-token steps stay on
-            ``n_threads``.
+        n_threads_batch: compute threads for a ``llama_decode`` holding tokens of several
+            sequences (a step of a batch); None = ``n_threads``. One sequence's prompt and
+            steps stay on ``n_threads``, so a batched server gains from more threads here
+            without a lone request waiting on a busy core.
         n_ctx: context length in tokens (KV cache size); at most the model's trained
             context. None: 4096, or the trained context if smaller.
         n_gpu_layers: layers offloaded to a GPU when llama.cpp was built with one (-1: all).
@@ -257,6 +257,7 @@ class LlamaCppModel(ModelIdioms):
         cparams.kv_unified = True
         cparams.n_threads = self.n_threads
         cparams.n_threads_batch = self.n_threads_batch
+        self._threads_batch_now = self.n_threads_batch
         cparams.no_perf = True
         # Keep the full cache for sliding-window layers (Gemma 3), so that the cache can
         # be cut back to any common prefix instead of being rebuilt from scratch.
@@ -711,6 +712,10 @@ class LlamaCppModel(ModelIdioms):
         n_first = max(0, len(items) + len(lasts) - self.n_batch)
         chunks = [items[i : min(i + self.n_batch, n_first)] for i in range(0, n_first, self.n_batch)]
         chunks.append(items[n_first:] + lasts)
+        threads = self.n_threads_batch if len(plan) > 1 else self.n_threads
+        if threads != self._threads_batch_now:  # llama.cpp takes the count per call
+            self._lib.llama_set_n_threads(self._ctx, self.n_threads, threads)
+            self._threads_batch_now = threads
         for chunk in chunks:
             m = len(chunk)
             for j, (slot, tok, pos) in enumerate(chunk):
