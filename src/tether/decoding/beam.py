@@ -45,10 +45,8 @@ from tether.decoding.branch import (
     check_decode_args,
     close_branch,
     completion_tokens,
-    end_with_outside,
-    eos_position,
     region_end,
-    scores_or_length,
+    step_scores,
 )
 from tether.decoding.decoders import Beam, check_bool, check_int
 from tether.decoding.guide import Guide
@@ -99,22 +97,9 @@ def score_beams(model: Any, live: Sequence[Branch], *, selective: bool = True,
     one batched model call where the backend can; a beam whose context window is full
     ends with "length" and is left out. With ``stop_outside``, where a beam's output is
     complete the probability of what the constraint forbids counts toward EOS."""
-    vocab = model.vocabulary
-    asked = [(b, b.guide.allowed()) for b in live]
-    ending: dict[int, Any] = {}  # complete beams: full logits, what leaves the language counts as EOS
-    if stop_outside:
-        for i, (b, ids) in enumerate(asked):
-            if ids is not None and b.guide.matcher is not None and eos_position(vocab, ids) >= 0:
-                ending[id(b)] = ids
-                asked[i] = (b, None)
-    pairs, vals = scores_or_length(model, asked, selective=selective)
-    out = []
-    for (b, ids), v in zip(pairs, vals, strict=True):
-        if id(b) in ending:
-            ids = ending[id(b)]
-            v = end_with_outside(vocab, v, ids)
-        out.append((b, ids, log_softmax(v)))
-    return out
+    pairs, vals = step_scores(model, [(b, b.guide.allowed()) for b in live], selective=selective,
+                              stop_outside=stop_outside)
+    return [(b, ids, log_softmax(v)) for (b, ids), v in zip(pairs, vals, strict=True)]
 
 
 def candidates(b: Branch, ids: Any, lp: Any, k: int, *, stop_outside: bool = True) -> list[tuple[float, int]]:

@@ -56,7 +56,6 @@ from tether.decoding.branch import (
     close_branch,
     completion_tokens,
     end_with_outside,
-    eos_position,
     region_end,
     scores_or_length,
     step_scores,
@@ -77,13 +76,6 @@ from tether.decoding.logits import check_prompt_fits
 from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
 
-# Names other modules import from here, kept while they move to branch.py (issue 17);
-# new code imports them from tether.decoding.branch.
-_Branch = Branch
-_close = close_branch
-_completion_tokens = completion_tokens
-_eos_position = eos_position
-_region_end = region_end
 __all__ = ["CLOSE_SLACK", "Decoded", "check_decode_args", "decode", "decode_iter", "end_with_outside",
            "scores_or_length"]
 

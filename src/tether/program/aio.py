@@ -37,8 +37,7 @@ from tether.errors import ModelError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 from tether.program.arguments import check_limits_arg
-from tether.program.generate import Generation, generate
-from tether.program.partial import Partials
+from tether.program.generate import Generation, generate, partials_reader
 
 __all__ = ["AsyncStream", "agenerate", "model_executor", "run_on_model"]
 
@@ -255,13 +254,9 @@ class AsyncStream:
 
     async def partials(self) -> AsyncIterator[Any]:
         """The value as it grows (see `tether.program.generate.Stream.partials`)."""
-        with limits_in_force(self._limits) if self._limits is not None else nullcontext():
-            reader = Partials(self._spec)
-        shown = False
-        for chunk in list(self._seen):
-            reader.feed(chunk)
-        if reader.has_value:
-            shown = True
+        reader = partials_reader(self._spec, self._limits, self._seen)
+        shown = reader.has_value
+        if shown:
             yield reader.value
         async for chunk in self:
             if reader.feed(chunk) and reader.has_value:

@@ -309,13 +309,9 @@ class Stream:
         Raises PartialJsonError if a JSON output's text stops being JSON (the output
         broke its constraint), LimitError past ``Limits.max_json_depth``.
         """
-        with limits_in_force(self._limits) if self._limits is not None else nullcontext():
-            reader = Partials(self._spec)
-        shown = False
-        for chunk in list(self._seen):
-            reader.feed(chunk)
-        if reader.has_value:
-            shown = True
+        reader = partials_reader(self._spec, self._limits, self._seen)
+        shown = reader.has_value
+        if shown:
             yield reader.value
         for chunk in self._chunks:
             if reader.feed(chunk) and reader.has_value:
@@ -323,6 +319,15 @@ class Stream:
                 yield reader.value
         if (reader.finish() or not shown) and reader.has_value:
             yield reader.value
+
+
+def partials_reader(spec: OutputSpec, lim: Limits | None, seen: Sequence[str]) -> Partials:
+    """The partial-value reader of a stream (under its limits), fed the chunks already read."""
+    with limits_in_force(lim) if lim is not None else nullcontext():
+        reader = Partials(spec)
+    for chunk in list(seen):
+        reader.feed(chunk)
+    return reader
 
 
 def generate(

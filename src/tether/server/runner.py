@@ -34,9 +34,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tether.decoding import Sample, decode_iter
+from tether.decoding.branch import end_with_outside
 from tether.decoding.guide import Guide
 from tether.decoding.logits import full_free_logits
-from tether.decoding.loop import end_with_outside
 from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
 from tether.errors import ContextLengthError, LimitError, TetherError
