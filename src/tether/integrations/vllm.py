@@ -21,8 +21,11 @@ vLLM has two custom-processor interfaces, one per model runner:
 * ``TetherLogitsProcessor`` — the v1 runner (``vllm.v1.sample.logits_processor``: the
   CPU backend, and GPUs with ``VLLM_USE_V2_MODEL_RUNNER=0``). vLLM reports batch edits
   (added, removed, moved, swapped rows); `requests.BatchConstraints` follows them and
-  reads each request's new tokens from the live output list vLLM hands over. vLLM
-  refuses custom processors under speculative decoding on this runner.
+  reads each request's new tokens from the live output list vLLM hands over.
+  ``update_state`` runs before the step's forward pass: it starts the step's masks on a
+  background thread (`BatchConstraints.prefetch`), so they are computed while the model
+  runs, and ``apply`` takes them. vLLM refuses custom processors under speculative
+  decoding on this runner.
 * ``TetherLogitsProcessorV2`` — "model runner v2", the default on GPUs since vLLM 0.32
   (``vllm.v1.worker.gpu.sample.logits_processor``). State is per request *slot*
   (`SlotConstraints`): ``add_request`` (re)initializes a slot; ``apply`` gets logits
@@ -269,7 +272,9 @@ def _v1_class() -> type:
                     self.batch.add(index, _spec(params), output_tokens)
                 for src, dst, direction in batch_update.moved:
                     self.batch.move(src, dst, direction == MoveDirectionality.SWAP)
-            self.batch.sync()
+            # the batch of this step is settled, its forward pass not run yet: compute
+            # the masks meanwhile (`apply` takes them, or recomputes if a token came after)
+            self.batch.prefetch()
 
         def apply(self, logits: Any) -> Any:
             if not self.batch.rows:
