@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from tether.regex import ANY_CHAR
 from tether.regex.ast import byte_set, complement, intersect
 from tether.tokens.bitmask import allocate_mask
-from tether.tokens.trie import TokenTrie, build_trie
+from tether.tokens.trie import SortedTokens, TokenTrie
 from tether.tokens.vocabulary import Vocabulary
 
 DEFAULT_BUCKETS: tuple[int, ...] = (*range(1, 17), 20, 24, 32)
@@ -57,6 +57,14 @@ for _ranges in _UTF8:
     _bs = np.concatenate([np.arange(lo, hi + 1) for lo, hi, _ in _ranges])
     _ns = np.concatenate([np.full(hi - lo + 1, nx) for lo, hi, nx in _ranges])
     _UTF8_MOVES.append((_bs.astype(np.intp), _ns.astype(np.intp)))
+
+
+# the same decoder as a dense DFA table over bytes; _REJECT absorbs every wrong byte
+_REJECT = len(_UTF8)
+_UTF8_TABLE = np.full((_REJECT + 1, 256), _REJECT, np.int32)
+for _st, _ranges in enumerate(_UTF8):
+    for _lo, _hi, _nx in _ranges:
+        _UTF8_TABLE[_st, _lo : _hi + 1] = _nx
 
 
 _NEED = [sum(1 << int(b) for b in bs) for bs, _ in _UTF8_MOVES]
@@ -128,40 +136,31 @@ class VocabIndex:
         self.vocab = vocab
         size = vocab.size
         self.n_words = (size + 31) // 32
-        special = frozenset(vocab.special_ids) | frozenset(vocab.eos_ids)
         self.eos_ids = np.asarray(sorted(vocab.eos_ids), np.int64)
-        self.trie = TokenTrie.from_vocabulary(vocab)
+        # one sort of the vocabulary serves the full trie and every part
+        ordered = SortedTokens.from_tokens(vocab.tokens, vocab.special_ids)
+        self.trie = ordered.trie(vocab.fingerprint)
         self.dup_next = self.trie.dup_next
-        toks = vocab.tokens
+        if len(vocab.eos_ids):
+            ordered = ordered.select(~np.isin(ordered.ids, self.eos_ids))
+        state = ordered.final_states(_UTF8_TABLE)
+        text = state != _REJECT
         bounds = [*buckets, INF]
-        parts: list[list[bytes]] = [[b""] * size for _ in bounds]
-        rest: list[bytes] = [b""] * size
-        counts = [0] * len(bounds)
-        for i, t in enumerate(toks):
-            if not t or i in special:
-                continue
-            if _is_text_fast(t):
-                k = 0
-                while len(t) > bounds[k]:
-                    k += 1
-                parts[k][i] = t
-                counts[k] += 1
-            else:
-                rest[i] = t
-        self.rest = build_trie(rest, special)
+        bucket = np.full(len(ordered), len(bounds) - 1, np.int64)  # first k: len <= bounds[k]
+        for k in range(len(bounds) - 2, -1, -1):
+            bucket[ordered.lens <= bounds[k]] = k
+        self.rest = ordered.select(~text).trie()
         self._text_ids = np.zeros(size, np.bool_)  # whole text characters only
-        for i, t in enumerate(toks):
-            if t and i not in special and _is_text_fast(t) and _complete_utf8(t):
-                self._text_ids[i] = True
+        self._text_ids[ordered.ids[state == _B]] = True
         self.slices: list[Slice] = []
         lo = 1
         for k, hi in enumerate(bounds):
-            trie = build_trie(parts[k], special)
+            part = ordered.select(text & (bucket == k))
             mask = allocate_mask(size)
-            ids = np.asarray([i for i, t in enumerate(parts[k]) if t], np.int64)
+            ids = part.ids
             if len(ids):
                 np.bitwise_or.at(mask, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
-            self.slices.append(Slice(lo, hi, trie, mask, counts[k]))
+            self.slices.append(Slice(lo, hi, part.trie(), mask, len(part)))
             lo = hi + 1
         self.slices = [s for s in self.slices if s.n_tokens]
         self.max_slice_len = max((s.trie.max_depth for s in self.slices), default=0)

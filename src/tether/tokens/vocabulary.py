@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, NewType
+from typing import Any, NewType, cast
 
 import numpy as np
 
@@ -85,7 +85,7 @@ class Vocabulary:
     ) -> None:
         if isinstance(tokens, str | bytes) or not isinstance(tokens, Iterable):
             raise VocabularyError(f"tokens must be a sequence of bytes; got {type(tokens).__name__}")
-        self.tokens: list[bytes] = [_token(t, i) for i, t in enumerate(tokens)]
+        self.tokens: list[bytes] = _tokens(tokens)
         size = len(self.tokens)
         self.eos_ids: tuple[int, ...] = tuple(sorted({_int(i, "eos id") for i in eos_ids}))
         self.special_ids: frozenset[int] = frozenset(_int(i, "special id") for i in special_ids)
@@ -158,7 +158,7 @@ class Vocabulary:
         h = hashlib.sha256()
         h.update(f"tether-vocab-1 {self.size} {self.n_logits} {self.eos_ids}".encode())
         h.update(repr(sorted(self.special_ids)).encode())
-        h.update(b"".join(len(t).to_bytes(4, "little") for t in self.tokens))
+        h.update(np.fromiter(map(len, self.tokens), "<u4", len(self.tokens)).tobytes())
         h.update(b"".join(self.tokens))
         return h.hexdigest()[:32]
 
@@ -191,8 +191,12 @@ class Vocabulary:
 
         Empty tokens are special. ``eos_ids`` are added to ``special_ids``.
         """
+        if isinstance(tokens, str | bytes) or not isinstance(tokens, Iterable):
+            raise VocabularyError(f"tokens must be a sequence of bytes; got {type(tokens).__name__}")
+        tokens = _tokens(tokens)
         special = set(special_ids) | set(eos_ids)
-        special |= {i for i, t in enumerate(tokens) if not t}
+        lens = np.fromiter(map(len, tokens), np.int64, len(tokens))
+        special.update(np.flatnonzero(lens == 0).tolist())
         return cls(tokens, eos_ids=eos_ids, special_ids=special, n_logits=n_logits,
                    bos_id=bos_id, name=name)
 
@@ -437,6 +441,14 @@ class Vocabulary:
 
 
 # -- decoding helpers ------------------------------------------------------------------
+
+
+def _tokens(tokens: Iterable[object]) -> list[bytes]:
+    """Every token as ``bytes`` (a new list); a list of plain ``bytes`` is checked in C."""
+    items = list(tokens)
+    if set(map(type, items)) <= {bytes}:
+        return cast("list[bytes]", items)  # every item was just checked to be bytes
+    return [_token(t, i) for i, t in enumerate(items)]
 
 
 def _token(value: object, i: int) -> bytes:
