@@ -159,7 +159,7 @@ class VocabIndex:
         """Sort the vocabulary once; classify, bucket and lay out every part from it."""
         size = vocab.size
         # one sort of the vocabulary serves the full trie and every part
-        ordered = SortedTokens.from_tokens(vocab.tokens, vocab.special_ids)
+        ordered = SortedTokens.from_vocabulary(vocab)
         self.trie = ordered.trie(vocab.fingerprint)
         self.dup_next = self.trie.dup_next
         if len(vocab.eos_ids):

@@ -64,7 +64,7 @@ class TokenTrie:
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-        trie = build_trie(vocab.tokens, vocab.special_ids, fingerprint=key)
+        trie = SortedTokens.from_vocabulary(vocab).trie(key)
         _CACHE[key] = trie
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
@@ -135,12 +135,20 @@ class SortedTokens:
     size: int
 
     @classmethod
+    def from_vocabulary(cls, vocab: Vocabulary) -> SortedTokens:
+        """The tokens of ``vocab`` but its special ones, sorted."""
+        return cls.from_tokens(vocab.tokens, vocab.special_ids, vocab.token_lengths)
+
+    @classmethod
     def from_tokens(
         cls, tokens: list[bytes], special_ids: frozenset[int] | set[int] = frozenset(),
+        lengths: NDArray[np.int64] | None = None,
     ) -> SortedTokens:
-        """Sort ``tokens`` (special and empty ones left out) with numpy; one list scan."""
+        """Sort ``tokens`` (special and empty ones left out) with numpy; one list scan.
+        ``lengths``, if given, are the tokens' byte lengths."""
         size = len(tokens)
-        lens_all = np.fromiter(map(len, tokens), np.int64, size)
+        lens_all = (np.fromiter(map(len, tokens), np.int64, size) if lengths is None
+                    else lengths)
         keep = lens_all > 0
         if special_ids:
             keep[np.fromiter(special_ids, np.int64, len(special_ids))] = False

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NewType, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tether.errors import VocabularyError, limited
 
@@ -153,12 +154,19 @@ class Vocabulary:
         raise KeyError(f"no special token {text!r} in vocabulary {self.name or '(unnamed)'}")
 
     @cached_property
+    def token_lengths(self) -> NDArray[np.int64]:
+        """``int64[size]``: the byte length of each token (computed once; do not edit)."""
+        lens = np.fromiter(map(len, self.tokens), np.int64, len(self.tokens))
+        lens.flags.writeable = False
+        return lens
+
+    @cached_property
     def fingerprint(self) -> str:
         """Hex digest of the bytes, EOS/special ids and logits width (cache key)."""
         h = hashlib.sha256()
         h.update(f"tether-vocab-1 {self.size} {self.n_logits} {self.eos_ids}".encode())
         h.update(repr(sorted(self.special_ids)).encode())
-        h.update(np.fromiter(map(len, self.tokens), "<u4", len(self.tokens)).tobytes())
+        h.update(self.token_lengths.astype("<u4").tobytes())
         h.update(b"".join(self.tokens))
         return h.hexdigest()[:32]
 
@@ -197,8 +205,11 @@ class Vocabulary:
         special = set(special_ids) | set(eos_ids)
         lens = np.fromiter(map(len, tokens), np.int64, len(tokens))
         special.update(np.flatnonzero(lens == 0).tolist())
-        return cls(tokens, eos_ids=eos_ids, special_ids=special, n_logits=n_logits,
-                   bos_id=bos_id, name=name)
+        vocab = cls(tokens, eos_ids=eos_ids, special_ids=special, n_logits=n_logits,
+                    bos_id=bos_id, name=name)
+        lens.flags.writeable = False
+        vocab.__dict__["token_lengths"] = lens  # the same bytes: no second count
+        return vocab
 
     @classmethod
     def from_gguf(cls, path: str | Path, *, n_logits: int | None = None) -> Vocabulary:
