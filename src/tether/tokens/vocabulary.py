@@ -345,7 +345,7 @@ class Vocabulary:
             name = f"hf:{Path(tokenizer).name}"
         else:
             backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
-            spec = json.loads(backend.to_str())
+            spec = _hf_spec_from_api(backend) or json.loads(backend.to_str())
             name = f"hf:{getattr(tokenizer, 'name_or_path', '') or 'tokenizer'}"
             eid = getattr(tokenizer, "eos_token_id", None)
             if isinstance(eid, int):
@@ -381,7 +381,8 @@ class Vocabulary:
             if byte_level:
                 tokens[i] = _byte_level_piece(piece, byte_map, piece.encode())
             else:
-                b = _byte_token(piece.encode()) if byte_fallback else None
+                # only a 6-character piece can be "<0xNN>" (the check is costly per piece)
+                b = _byte_token(piece.encode()) if byte_fallback and len(piece) == 6 else None
                 if b is None:
                     b = piece.replace("▁", " ").encode() if metaspace else piece.encode()
                 tokens[i] = b
@@ -510,6 +511,30 @@ def _byte_level_piece(piece: str, byte_map: dict[str, int], fallback: bytes) -> 
         return bytes(byte_map[c] for c in piece)
     except KeyError:
         return b"".join(bytes([byte_map[c]]) if c in byte_map else c.encode() for c in piece)
+
+
+def _hf_spec_from_api(backend: Any) -> dict[str, Any] | None:
+    """The parts of ``tokenizer.json`` that ``from_hf`` reads (model type, vocab and
+    ``byte_fallback``, added tokens, decoder, pre-tokenizer), asked of a BPE
+    ``tokenizers.Tokenizer`` directly: serialising the whole tokenizer (its merges) and
+    parsing it back costs seconds for 262k tokens. None for anything else (the caller
+    then reads the full JSON)."""
+    try:
+        from tokenizers import Tokenizer, models
+    except ImportError:
+        return None
+    if not isinstance(backend, Tokenizer) or type(backend.model) is not models.BPE:
+        return None
+    model = backend.model
+    added = [{"id": i, "content": a.content, "special": a.special}
+             for i, a in backend.get_added_tokens_decoder().items()]
+    parts = {}
+    for name in ("decoder", "pre_tokenizer"):
+        part = getattr(backend, name)
+        parts[name] = None if part is None else json.loads(part.__getstate__())
+    return {"model": {"type": "BPE", "vocab": backend.get_vocab(with_added_tokens=False),
+                      "byte_fallback": bool(model.byte_fallback)},
+            "added_tokens": added, **parts}
 
 
 def _decoder_kinds(decoder: Mapping[str, Any] | None) -> set[str]:
