@@ -20,7 +20,6 @@ bytes still takes every slice up to ``k`` from one precomputed union mask.
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
@@ -88,26 +87,6 @@ def is_text_prefix(data: bytes) -> bool:
                 break
         else:
             return False
-    return True
-
-
-_NON_TEXT = re.compile('["\\\\\x00-\x1f\x7f]')
-
-
-def _is_text_fast(data: bytes) -> bool:
-    """``is_text_prefix`` with the common case (whole UTF-8 characters) done in C."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return is_text_prefix(data)  # invalid, or a cut-off last character
-    return bool(text) and _NON_TEXT.search(text) is None
-
-
-def _complete_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
     return True
 
 
@@ -268,7 +247,9 @@ _CACHE: OrderedDict[tuple[str, tuple[int, ...]], VocabIndex] = OrderedDict()
 
 
 def vocab_index(vocab: Vocabulary, buckets: tuple[int, ...] = DEFAULT_BUCKETS) -> VocabIndex:
-    """The (cached) VocabIndex of ``vocab``. Cost the first time: about a second for 262k tokens."""
+    """The (cached) VocabIndex of ``vocab``. Cost the first time, for 262k tokens: about
+    0.3 s of CPU to build, or 0.07 s to read back from the on-disk cache
+    (``tether.tokens.trie_cache``, vocabularies of 32768 tokens or more)."""
     key = (vocab.fingerprint, tuple(buckets))
     hit = _CACHE.get(key)
     if hit is None:
