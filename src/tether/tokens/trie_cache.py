@@ -11,7 +11,8 @@
 The cache directory is ``$TETHER_CACHE_DIR`` if set (an empty value turns the cache
 off), else ``$XDG_CACHE_HOME/tether`` or ``~/.cache/tether``. Writing is best effort: a
 read-only or full disk just means no cache. Only vocabularies of at least
-``MIN_TOKENS`` tokens are worth caching (smaller ones build in milliseconds).
+``MIN_TOKENS`` tokens are worth caching (smaller ones build in milliseconds); the
+``MAX_FILES`` most recently used files are kept (about 20 MB each for 262k tokens).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tether.tokens.trie import TokenTrie
 
 FORMAT = "tether-trie-cache-1"  # bump when the layout of TokenTrie or of a saved index changes
 MIN_TOKENS = 32768
+MAX_FILES = 8  # the least recently used files beyond these are deleted after each save
 _FIELDS = ("byte", "token", "end", "depth")
 _DTYPES = {"byte": np.dtype(np.uint8), "token": np.dtype(np.int32), "end": np.dtype(np.int32),
            "depth": np.dtype(np.int32), "dup_ids": np.dtype(np.int32),
@@ -81,6 +83,7 @@ def save(key: str, tries: Mapping[str, TokenTrie],
         with tmp.open("wb") as f:
             np.savez(f, **out)  # type: ignore[arg-type]  # stub: **out could bind allow_pickle
         os.replace(tmp, path)
+        _evict(path.parent)
     except OSError:
         try:
             tmp.unlink(missing_ok=True)
@@ -102,6 +105,7 @@ def load(key: str, vocab_size: int, fingerprint: str = ""
     try:
         with np.load(path, allow_pickle=False) as npz:
             data = {name: npz[name] for name in npz.files}
+        os.utime(path)  # recently used: kept by _evict
     except Exception:  # noqa: BLE001  a damaged file makes zipfile/zlib/numpy raise many kinds
         return None
     if (_text(data.get("format")) != FORMAT or _text(data.get("key")) != key
@@ -179,6 +183,18 @@ def _trie(data: Mapping[str, NDArray[Any]], name: str, vocab_size: int,
         return None
     return TokenTrie(part["byte"], part["token"], dup_next, part["end"], part["depth"],
                      max_depth, n_nodes, vocab_size, fingerprint)
+
+
+def _evict(root: Path) -> None:
+    """Delete the least recently used ``.npz`` files of ``root`` beyond ``MAX_FILES``."""
+    files = []
+    for f in root.glob("*.npz"):
+        try:
+            files.append((f.stat().st_mtime_ns, f))
+        except OSError:  # deleted meanwhile by another process
+            continue
+    for _, f in sorted(files, reverse=True)[MAX_FILES:]:
+        f.unlink(missing_ok=True)
 
 
 def _crc(arrays: Mapping[str, NDArray[Any]]) -> int:

@@ -52,6 +52,19 @@ def test_misses() -> None:
     assert trie_cache.load("k", len(TOKENS) + 1) is None  # another vocabulary size
 
 
+def test_least_recently_used_files_are_evicted(cache_dir: Path) -> None:
+    trie = build_trie(TOKENS)
+    for k in range(trie_cache.MAX_FILES):
+        trie_cache.save(f"k{k}", {"full": trie})
+    assert trie_cache.load("k0", len(TOKENS)) is not None  # k0 is now the most recent
+    trie_cache.save("new", {"full": trie})
+    left = {p.name for p in cache_dir.glob("*.npz")}
+    assert len(left) == trie_cache.MAX_FILES
+    path = trie_cache.cache_path  # the oldest unused one, k1, went
+    assert path("k1").name not in left  # type: ignore[union-attr]
+    assert {path(k).name for k in ("k0", "new")} <= left  # type: ignore[union-attr]
+
+
 def test_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TETHER_CACHE_DIR", "")
     assert trie_cache.cache_dir() is None
