@@ -105,12 +105,15 @@ def load(key: str, vocab_size: int, fingerprint: str = ""
     try:
         with np.load(path, allow_pickle=False) as npz:
             data = {name: npz[name] for name in npz.files}
-        os.utime(path)  # recently used: kept by _evict
     except Exception:  # noqa: BLE001  a damaged file makes zipfile/zlib/numpy raise many kinds
         return None
     if (_text(data.get("format")) != FORMAT or _text(data.get("key")) != key
             or "crc" not in data):
         return None
+    try:
+        os.utime(path)  # recently used: kept by _evict
+    except OSError:  # a read-only cache is still read
+        pass
     crc = data.pop("crc")
     if crc.shape != (1,) or crc.dtype != np.int64 or int(crc[0]) != _crc(data):
         return None

@@ -65,6 +65,16 @@ def test_least_recently_used_files_are_evicted(cache_dir: Path) -> None:
     assert {path(k).name for k in ("k0", "new")} <= left  # type: ignore[union-attr]
 
 
+def test_read_only_cache_is_read(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trie_cache.save("k", {"full": build_trie(TOKENS)})
+
+    def refuse(*args: object) -> None:
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(trie_cache.os, "utime", refuse)
+    assert trie_cache.load("k", len(TOKENS)) is not None
+
+
 def test_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TETHER_CACHE_DIR", "")
     assert trie_cache.cache_dir() is None
