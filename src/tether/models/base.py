@@ -72,6 +72,9 @@ class Model(Protocol):
     `ModelArgumentError` for token ids outside ``[0, vocabulary.n_logits)`` or an
     empty sequence. No backend lets its library's own exceptions out: failures are
     `ModelError` (``retryable`` where a retry may help).
+
+    ``tokenize(text, special=True)`` reads special-token texts (``<start_of_turn>``) in
+    ``text`` as the special tokens (a rendered chat prompt); by default they are text.
     """
 
     vocabulary: Vocabulary
@@ -82,7 +85,7 @@ class Model(Protocol):
     @property
     def eos_ids(self) -> tuple[int, ...]: ...
 
-    def tokenize(self, text: str, *, add_bos: bool = False) -> list[int]: ...
+    def tokenize(self, text: str, *, add_bos: bool = False, special: bool = False) -> list[int]: ...
 
     def detokenize(self, tokens: Sequence[int]) -> bytes: ...
 
@@ -101,6 +104,18 @@ class ChatTemplated(Protocol):
 
     @property
     def chat_template(self) -> str | None: ...
+
+
+@runtime_checkable
+class ChatFormatter(Protocol):
+    """A model that writes chat turns with code of its own instead of a Jinja template
+    tether renders: a Hugging Face tokenizer's ``apply_chat_template`` (the transformers
+    backend), Gemma's turn markup for a GGUF without a template (llama.cpp). Returns the
+    prompt text, special tokens as text; raises `ModelError` where it has no format.
+    """
+
+    def apply_chat_template(self, messages: Sequence[dict[str, str]], *,
+                            add_generation_prompt: bool = True) -> str: ...
 
 
 def check_tokens(tokens: Sequence[int], n_vocab: int, n_ctx: int | None,
@@ -162,8 +177,11 @@ class IntOption:
                 f"option {name}={value} is out of range [{self.lo}, {self.hi}]", argument=name)
 
 
-def check_options(options: Mapping[str, Any], known: Mapping[str, IntOption | type | tuple[type, ...]],
-                  backend: str) -> None:
+# How `check_options` checks one load option: a range, or the accepted type(s).
+OptionRule = IntOption | type | tuple[type, ...]
+
+
+def check_options(options: Mapping[str, Any], known: Mapping[str, OptionRule], backend: str) -> None:
     """Validate a backend's load options: every name known, every value of its type/range.
 
     ``known`` maps a name to an `IntOption` or to the accepted type(s) (None always

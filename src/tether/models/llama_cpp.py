@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.errors import ContextLengthError, MissingDependencyError, ModelError
+from tether.errors import ContextLengthError, MissingDependencyError, ModelArgumentError, ModelError
 from tether.models.base import (
     N_THREADS,
     SEED,
     Costs,
     IntOption,
-    ModelArgumentError,
     ModelIdioms,
+    OptionRule,
     check_options,
     check_tokens,
 )
@@ -141,7 +141,7 @@ _EXTRA_OPTIONS: dict[str, tuple[str, IntOption | type]] = {
     "flash_attn_type": ("context", IntOption(-1, 1, none_ok=False)),  # auto, off, on
 }
 
-LLAMA_OPTIONS = {
+LLAMA_OPTIONS: dict[str, OptionRule] = {
     "n_ctx": IntOption(1, 1 << 24, doc="context window in tokens (at most the model's trained one)"),
     "n_threads": N_THREADS,
     "n_threads_batch": N_THREADS,
@@ -199,7 +199,11 @@ class LlamaCppModel(ModelIdioms):
         _llama: Any = None,
         **llama_options: Any,
     ) -> None:
-        self._model = self._ctx = self._batch = None
+        # llama.cpp's handles (ctypes pointers and the batch struct, through the untyped
+        # module `_init_backend` returns); None before loading and after close()
+        self._model: Any = None
+        self._ctx: Any = None
+        self._batch: Any = None
         check_options(dict(n_threads=n_threads, n_threads_batch=n_threads_batch, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers,
                            n_batch=n_batch, n_seq=n_seq, seed=seed, verbose=verbose),
                       LLAMA_OPTIONS, "llama.cpp")

@@ -41,7 +41,8 @@ from typing import Any
 
 from tether import limits
 from tether.decoding import Argmax, Sample, decode, plan_healing
-from tether.decoding.decoders import ArgumentError, check_bool, check_int, check_number, check_seed
+from tether.decoding.decoders import check_bool, check_int, check_number, check_seed
+from tether.errors import ArgumentError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 from tether.models.base import Costs, Model

@@ -32,7 +32,8 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
 
-from tether.decoding.decoders import ArgumentError, check_bool
+from tether.decoding.decoders import check_bool
+from tether.errors import ArgumentError
 from tether.limits import limits as limits_in_force
 from tether.models.base import IDIOMS
 from tether.program.arguments import check_limits_arg, check_options

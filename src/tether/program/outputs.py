@@ -114,7 +114,8 @@ class OutputOptions:
 def check_output_options(strict: Any = True, whitespace: Any = "compact", number_bounds: Any = None,
                          *, where: str = "") -> OutputOptions:
     """`OutputOptions` from user arguments; ArgumentError names a bad one."""
-    from tether.decoding.decoders import ArgumentError, check_bool
+    from tether.decoding.decoders import check_bool
+    from tether.errors import ArgumentError
     from tether.grammar.json_schema import NumberBounds
 
     check_bool(f"{where}strict", strict)
@@ -285,7 +286,7 @@ def triggered_spec(after: Any, output: Any, options: OutputOptions = DEFAULT_OPT
             ends another (``"think>"`` and ``"</think>"``: which one appeared would be
             ambiguous).
     """
-    from tether.decoding.decoders import ArgumentError
+    from tether.errors import ArgumentError
 
     if isinstance(after, str):
         table: dict[str, Any] = {after: output}

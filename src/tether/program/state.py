@@ -38,8 +38,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tether.decoding.decoders import ArgumentError
-from tether.errors import TetherError
+from tether.errors import ArgumentError, TetherError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 from tether.models.base import IDIOMS, Costs
