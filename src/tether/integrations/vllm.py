@@ -246,7 +246,7 @@ def _v1_class() -> type:
         MoveDirectionality,
     )
 
-    class TetherLogitsProcessor(LogitsProcessor):  # type: ignore[misc,valid-type]
+    class TetherLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM is untyped: its base class is Any
         """Masks the logits of requests that carry ``extra_args["tether"]`` (v1 model runner)."""
 
         @classmethod
@@ -296,7 +296,7 @@ def _v2_class() -> type:
     except ImportError as exc:  # a vLLM before model runner v2's processor interface
         raise MissingDependencyError("vllm>=0.32 (model runner v2 logits processors)", "vllm") from exc
 
-    class TetherLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc,valid-type]
+    class TetherLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc]  # vLLM is untyped: its base class is Any
         """Masks the logits rows of requests that carry ``extra_args["tether"]`` (model runner v2)."""
 
         @classmethod

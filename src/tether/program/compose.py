@@ -72,7 +72,7 @@ class Piece:
     """A part of a program: text, a hole, a chat turn. ``+`` joins pieces into a `Program`."""
 
     def __add__(self, other: Any) -> Program:
-        return Program((self,)) + other
+        return Program((self, *_as_program(other).pieces))
 
     def __radd__(self, other: Any) -> Program:
         return _as_program(other) + self

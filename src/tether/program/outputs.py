@@ -167,7 +167,7 @@ def schema_options(kind: Kind, options: OutputOptions = DEFAULT_OPTIONS) -> dict
 def json_grammar(schema: dict[str, Any] | bool, kind: Kind = "json", options: OutputOptions = DEFAULT_OPTIONS) -> Grammar:
     """The grammar of a schema output, compiled with `schema_options` for ``kind``."""
     try:
-        return Grammar.from_json_schema(schema, **schema_options(kind, options))  # type: ignore[attr-defined,no-any-return]
+        return Grammar.from_json_schema(schema, **schema_options(kind, options))
     except TetherError:
         raise
     except ValueError as exc:  # an option the front end refuses (a whitespace pattern that is not whitespace)
@@ -317,8 +317,8 @@ def triggered_spec(after: Any, output: Any, options: OutputOptions = DEFAULT_OPT
         head = Grammar(start="start")
         head.add_rule("start", head.add_terminal(_trigger_terminal(f"AFTER{i}", t, triggers)))
         body = spec.grammar if spec.grammar is not None else regex_grammar("(?s:.)*")
-        branches.append(Grammar.sequence(head, body))  # type: ignore[attr-defined]
-    grammar = branches[0] if len(branches) == 1 else Grammar.union(*branches)  # type: ignore[attr-defined]
+        branches.append(Grammar.sequence(head, body))
+    grammar = branches[0] if len(branches) == 1 else Grammar.union(*branches)
 
     def parse(text: str) -> Any:
         trigger, end = first_trigger(text, triggers)
