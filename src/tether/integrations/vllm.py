@@ -47,7 +47,6 @@ classes need it and raise MissingDependencyError naming the ``vllm`` extra other
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,9 +56,9 @@ from numpy.typing import NDArray
 
 from tether.engine import CompiledConstraint, Matcher, compute_masks
 from tether.engine import compile as compile_constraint
-from tether.errors import ConstraintError, MissingDependencyError, TetherError, require
-from tether.integrations.requests import BatchConstraints, request_output
-from tether.limits import check, current
+from tether.errors import MissingDependencyError, TetherError, require
+from tether.integrations.requests import BatchConstraints, json_text, request_output
+from tether.limits import current
 from tether.program.outputs import output_spec
 from tether.tokens import Vocabulary
 from tether.tokens.bitmask import allocate_mask, apply_mask, ids_to_mask
@@ -73,11 +72,7 @@ def _spec(params: Any) -> Any:
     extra = getattr(params, "extra_args", None) or {}
     spec = extra.get(KEY)
     if isinstance(spec, str):
-        check("max_text_chars", len(spec), "extra_args['tether']")
-        try:
-            spec = json.loads(spec)
-        except (ValueError, RecursionError) as exc:
-            raise ConstraintError(f"extra_args['tether'] is not a JSON object: {exc}") from None
+        spec = json_text(spec, "extra_args['tether']", "a JSON object")
     return spec
 
 
@@ -275,13 +270,10 @@ def _v1_class() -> type:
             if not self.batch.rows:
                 return logits
             rows, masks = self.batch.masks()
-            index = torch.tensor(rows, dtype=torch.long, device=logits.device)
-            logits[index] = apply_mask(logits[index], masks)
+            _mask_rows(torch, logits, rows, masks)
             return logits
 
-    TetherLogitsProcessor.__module__ = __name__
-    TetherLogitsProcessor.__qualname__ = "TetherLogitsProcessor"  # pickled by reference
-    return TetherLogitsProcessor
+    return _published(TetherLogitsProcessor, "TetherLogitsProcessor")
 
 
 def _v2_class() -> type:
@@ -328,13 +320,24 @@ def _v2_class() -> type:
             rows, masks = self.slots.step(host[0], host[1], host[2], host[3] - prompt,
                                           host[4] - prompt, read)
             if rows:
-                index = torch.tensor(rows, dtype=torch.long, device=logits.device)
-                logits[index] = apply_mask(logits[index], masks)
+                _mask_rows(torch, logits, rows, masks)
             return logits
 
-    TetherLogitsProcessorV2.__module__ = __name__
-    TetherLogitsProcessorV2.__qualname__ = "TetherLogitsProcessorV2"  # pickled by reference
-    return TetherLogitsProcessorV2
+    return _published(TetherLogitsProcessorV2, "TetherLogitsProcessorV2")
+
+
+def _mask_rows(torch: Any, logits: Any, rows: list[int], masks: NDArray[np.uint32]) -> None:
+    """Mask the rows ``rows`` of the logits tensor in place (``masks``: one row each)."""
+    index = torch.tensor(rows, dtype=torch.long, device=logits.device)
+    logits[index] = apply_mask(logits[index], masks)
+
+
+def _published(cls: type, name: str) -> type:
+    """``cls`` named as this module's attribute ``name`` (built on access by the module's
+    ``__getattr__``), so that it is pickled by reference."""
+    cls.__module__ = __name__
+    cls.__qualname__ = name
+    return cls
 
 
 _CLASSES: dict[str, Callable[[], type]] = {

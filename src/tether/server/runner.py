@@ -83,24 +83,26 @@ class CompileCache:
     def __len__(self) -> int:
         return len(self._done)
 
+    def _hit(self, key: tuple[str, str]) -> Compiled | None:
+        """The cached entry of ``key``, counted as a hit and made the most recent; None
+        if it is not cached. Call it holding the lock."""
+        hit = self._done.get(key)
+        if hit is not None:
+            self._done.move_to_end(key)
+            self.hits += 1
+        return hit
+
     def peek(self, c: Constraint, model: Any) -> Compiled | None:
         """The compiled constraint if it is cached (a hit), else None; never compiles."""
-        key = (c.key, model.vocabulary.fingerprint)
         with self._lock:
-            hit = self._done.get(key)
-            if hit is not None:
-                self._done.move_to_end(key)
-                self.hits += 1
-            return hit
+            return self._hit((c.key, model.vocabulary.fingerprint))
 
     def get(self, c: Constraint, model: Any, lim: Limits) -> tuple[Compiled, bool]:
         """The compiled constraint and whether it came from the cache."""
         key = (c.key, model.vocabulary.fingerprint)
         with self._lock:
-            hit = self._done.get(key)
+            hit = self._hit(key)
             if hit is not None:
-                self._done.move_to_end(key)
-                self.hits += 1
                 return hit, True
             fut = self._running.get(key)
             owner = fut is None
