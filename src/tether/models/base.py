@@ -118,6 +118,20 @@ class ChatFormatter(Protocol):
                             add_generation_prompt: bool = True) -> str: ...
 
 
+@runtime_checkable
+class BlackBox(Protocol):
+    """A black-box model (an HTTP API, `tether.models.openai_http`): tether cannot read its
+    logits, so it passes constraints through in the server's own fields and checks the
+    replies (`tether.program.remote`). Its class says so with ``black_box = True``."""
+
+    black_box: bool
+
+
+def is_black_box(model: object) -> bool:
+    """Whether ``model`` is a `BlackBox` model (``black_box`` true)."""
+    return isinstance(model, BlackBox) and bool(model.black_box)
+
+
 def check_tokens(tokens: Sequence[int], n_vocab: int, n_ctx: int | None,
                  what: str = "logits()") -> list[int]:
     """``tokens`` as a list of ints after the checks every backend makes before

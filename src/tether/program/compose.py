@@ -45,7 +45,7 @@ from tether.decoding.decoders import check_bool, check_int, check_number, check_
 from tether.errors import ArgumentError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
-from tether.models.base import Costs, Model
+from tether.models.base import Costs, Model, is_black_box
 from tether.program.arguments import check_limits_arg, check_stop
 from tether.program.chat import render_chat, render_open_turn, tokenize_rendered
 from tether.program.generate import (
@@ -329,7 +329,7 @@ def check_model(model: Any) -> Any:
         from tether.models import load_model
 
         return load_model(model)
-    if not isinstance(model, Model) and not getattr(model, "black_box", False):
+    if not isinstance(model, Model) and not is_black_box(model):
         raise ArgumentError("model", model, "a model from tether.load_model(...)")
     return model
 
@@ -414,7 +414,7 @@ def fill_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptio
     max_tokens = piece.max_tokens if isinstance(piece, Gen) else 64
     stop = list(piece.stop) if isinstance(piece, Gen) else []
     before = model.costs.snapshot()
-    if getattr(model, "black_box", False) and not (tr.chat or scope is not None):
+    if is_black_box(model) and not (tr.chat or scope is not None):
         # an HTTP model: one request per hole, the constraint in the server's own field
         prompt = tr.plain_text()
         limits.check("max_prompt_chars", len(prompt), "the program text before a hole")

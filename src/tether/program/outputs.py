@@ -25,6 +25,7 @@ from typing import Any, Literal
 from tether import limits
 from tether.errors import ConstraintError, MissingDependencyError, TetherError, limited
 from tether.grammar import Grammar, Terminal
+from tether.grammar.ir import Flavor
 from tether.regex import Regex
 
 Kind = Literal["text", "regex", "choices", "json", "pydantic", "type", "grammar", "triggered"]
@@ -60,30 +61,16 @@ class OutputSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def regex_grammar(pattern: str, flavor: str = "python") -> Grammar:
-    """A one-terminal grammar for ``pattern`` (Grammar.from_regex when the front end exists)."""
-    from_regex = getattr(Grammar, "from_regex", None)
-    if from_regex is not None:
-        return from_regex(pattern, flavor=flavor)  # type: ignore[no-any-return]
-    g = Grammar(start="start")
-    g.add_rule("start", g.add_terminal(Terminal("OUT", regex=pattern, flavor=flavor)))  # type: ignore[arg-type]
-    return g
+def regex_grammar(pattern: str, flavor: Flavor = "python") -> Grammar:
+    """A one-terminal grammar for ``pattern`` (`Grammar.from_regex`)."""
+    return Grammar.from_regex(pattern, flavor=flavor)
 
 
 def choices_grammar(options: list[str]) -> Grammar:
-    """One of ``options`` exactly (Grammar.from_choices when the front end exists)."""
+    """One of ``options`` exactly (`Grammar.from_choices`)."""
     if not options:
         raise ConstraintError("a choice needs at least one option")
-    from_choices = getattr(Grammar, "from_choices", None)
-    if from_choices is not None:
-        return from_choices(options)  # type: ignore[no-any-return]
-    g = Grammar(start="start")
-    for i, o in enumerate(dict.fromkeys(options)):
-        if o == "":
-            g.add_rule("start")
-        else:
-            g.add_rule("start", g.add_terminal(Terminal(f"C{i}", literal=o)))
-    return g
+    return Grammar.from_choices(options)
 
 
 WHITESPACE_NAMES = ("compact", "flexible", "pretty")

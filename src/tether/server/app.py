@@ -32,6 +32,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from tether.errors import LimitError, ModelError
 from tether.limits import Limits, limits
+from tether.models.base import is_black_box
 from tether.server.constraints import (
     Constraint,
     RequestError,
@@ -180,7 +181,7 @@ def load_runner(config: ServerConfig) -> tuple[Runner, str]:
         options.setdefault("n_threads_batch", config.threads_batch or available_cores())
         options.setdefault("n_seq", max(1, min(64, config.parallel * 2, config.limits.max_n * config.parallel)))
     model = load_model(spec or None, **options)
-    if getattr(model, "black_box", False):
+    if is_black_box(model):
         raise ModelError(f"{spec}: tether serve needs a model whose logits it steers (llama.cpp, transformers), "
                          "not a remote API")
     runner = Runner(model, backend_for(model, config), config.limits, threads=config.parallel + 1)
