@@ -93,6 +93,15 @@ class Model(Protocol):
 
 
 @runtime_checkable
+class BatchLogits(Protocol):
+    """A model that evaluates several sequences in one forward pass: ``logits_batch(seqs)``
+    is ``float32[len(seqs), n_logits]``, row ``i`` the logits after ``seqs[i]`` (one model
+    call in `Costs`)."""
+
+    def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]: ...
+
+
+@runtime_checkable
 class ChatTemplated(Protocol):
     """A model that can say which chat template it carries.
 

@@ -199,11 +199,14 @@ class LlamaCppModel(ModelIdioms):
         _llama: Any = None,
         **llama_options: Any,
     ) -> None:
-        # llama.cpp's handles (ctypes pointers and the batch struct, through the untyped
-        # module `_init_backend` returns); None before loading and after close()
+        # llama.cpp's bindings and handles (ctypes pointers and the batch struct, through
+        # the untyped module `_init_backend` returns); None before loading and after
+        # close(), which may run on a model whose loading failed half-way
+        self._lib: Any = None
         self._model: Any = None
         self._ctx: Any = None
         self._batch: Any = None
+        self._own_model = False
         check_options(dict(n_threads=n_threads, n_threads_batch=n_threads_batch, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers,
                            n_batch=n_batch, n_seq=n_seq, seed=seed, verbose=verbose),
                       LLAMA_OPTIONS, "llama.cpp")
@@ -613,17 +616,17 @@ class LlamaCppModel(ModelIdioms):
 
     def close(self) -> None:
         """Free llama.cpp's context and model (also done when garbage-collected)."""
-        lib = getattr(self, "_lib", None)
+        lib = self._lib
         if lib is None:
             return
-        if getattr(self, "_batch", None) is not None:
+        if self._batch is not None:
             lib.llama_batch_free(self._batch)
             self._batch = None
-        if getattr(self, "_ctx", None):
+        if self._ctx:
             lib.llama_free(self._ctx)
             self._ctx = None
-        if getattr(self, "_model", None):
-            if getattr(self, "_own_model", False):
+        if self._model:
+            if self._own_model:
                 lib.llama_model_free(self._model)
             self._model = None
         self._owner = None

@@ -41,10 +41,12 @@ from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
 from tether.errors import ContextLengthError, LimitError, TetherError
 from tether.limits import Limits, deadline, limits
+from tether.models.base import BatchLogits, Costs, Model
 from tether.program import output_spec
 from tether.program.generate import compile_output, prepare_prompt, to_generation
 from tether.program.outputs import OutputSpec
 from tether.server.constraints import Constraint, RequestError
+from tether.tokens import Vocabulary
 
 
 class Cancelled(Exception):
@@ -158,9 +160,9 @@ class Backend:
 class SerialBackend(Backend):
     """One job at a time holds the model (any backend)."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Model) -> None:
         self.model = model
-        self.n_ctx = int(getattr(model, "n_ctx", 0) or 1 << 30)
+        self.n_ctx = int(model.n_ctx or 1 << 30)
         self.max_seqs = 1 << 30
         self._lock = threading.Lock()
 
@@ -287,16 +289,16 @@ class _LogitsTap:
     so that the alternatives of each chosen token can be read afterwards. It has no
     selective path: the decoder fetches full rows."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Model) -> None:
         self.model = model
         self.rows: dict[tuple[int, ...], NDArray[np.float32]] = {}
 
     @property
-    def vocabulary(self) -> Any:
+    def vocabulary(self) -> Vocabulary:
         return self.model.vocabulary
 
     @property
-    def costs(self) -> Any:
+    def costs(self) -> Costs:
         return self.model.costs
 
     @property
@@ -309,17 +311,17 @@ class _LogitsTap:
 
     @property
     def bos_id(self) -> int | None:
-        return self.model.bos_id  # type: ignore[no-any-return]
+        return self.model.vocabulary.bos_id
 
     @property
     def n_ctx(self) -> int | None:
-        return getattr(self.model, "n_ctx", None)
+        return self.model.n_ctx
 
-    def tokenize(self, text: str | bytes, *, add_bos: bool = False, special: bool = False) -> list[int]:
-        return self.model.tokenize(text, add_bos=add_bos, special=special)  # type: ignore[no-any-return]
+    def tokenize(self, text: str, *, add_bos: bool = False, special: bool = False) -> list[int]:
+        return self.model.tokenize(text, add_bos=add_bos, special=special)
 
     def detokenize(self, tokens: Sequence[int]) -> bytes:
-        return self.model.detokenize(tokens)  # type: ignore[no-any-return]
+        return self.model.detokenize(tokens)
 
     def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]:
         row = np.array(self.model.logits(tokens), dtype=np.float32)  # a view may not outlive the next call
@@ -327,7 +329,7 @@ class _LogitsTap:
         return row
 
     def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]:
-        if hasattr(self.model, "logits_batch"):
+        if isinstance(self.model, BatchLogits):
             out = np.asarray(self.model.logits_batch(seqs), dtype=np.float32)
         else:
             out = np.stack([np.array(self.model.logits(s), dtype=np.float32) for s in seqs])
