@@ -52,6 +52,9 @@ class Costs:
     def snapshot(self) -> Costs:
         return Costs(**{f.name: getattr(self, f.name) for f in fields(self)})
 
+    def __add__(self, other: Costs) -> Costs:
+        return Costs(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
     def __sub__(self, other: Costs) -> Costs:
         return Costs(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
 

@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from contextvars import ContextVar, Token
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from tether import limits
@@ -389,10 +389,6 @@ class Transcript:
                           self.holes, self.chat or scope is not None)
 
 
-def _add_costs(a: Costs, b: Costs) -> Costs:
-    return Costs(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(Costs)})
-
-
 class Deferred(Piece):
     """A piece that writes itself when its turn comes (a `tether.function` call)."""
 
@@ -456,7 +452,7 @@ def _with_hole(tr: Transcript, piece: Gen | Select, g: Generation, scope: Scope 
             errors[piece.name] = g.error
         elif not piece.list_append:
             errors.pop(piece.name, None)  # the error was about the value this one replaces
-    costs = _add_costs(tr.costs, spent)
+    costs = tr.costs + spent
     chunks = tr.chunks + (Chunk(g.text, scope, generation_hole(g, piece.name)),) if g.text else tr.chunks
     return Transcript(chunks, captures, errors, costs, tr.holes + 1, tr.chat or scope is not None)
 
