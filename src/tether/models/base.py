@@ -80,10 +80,18 @@ class Model(Protocol):
     ``text`` as the special tokens (a rendered chat prompt); by default they are text.
     """
 
-    vocabulary: Vocabulary
-    costs: Costs
-    name: str
-    n_ctx: int | None
+    # read-only members: a backend may hold them as attributes or properties
+    @property
+    def vocabulary(self) -> Vocabulary: ...
+
+    @property
+    def costs(self) -> Costs: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def n_ctx(self) -> int | None: ...
 
     @property
     def eos_ids(self) -> tuple[int, ...]: ...

@@ -32,7 +32,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from tether.errors import LimitError, ModelError
 from tether.limits import Limits, limits
-from tether.models.base import is_black_box
+from tether.models.base import Model, is_black_box
 from tether.server.constraints import (
     Constraint,
     RequestError,
@@ -189,7 +189,7 @@ def load_runner(config: ServerConfig) -> tuple[Runner, str]:
     return runner, str(model.name)
 
 
-def backend_for(model: Any, config: ServerConfig) -> Backend:
+def backend_for(model: Model, config: ServerConfig) -> Backend:
     from tether.models.llama_cpp import LlamaCppModel
     from tether.server.runner import BatchBackend, SerialBackend
 

@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,6 +47,9 @@ from tether.program.generate import compile_output, prepare_prompt, to_generatio
 from tether.program.outputs import OutputSpec
 from tether.server.constraints import Constraint, RequestError
 from tether.tokens import Vocabulary
+
+if TYPE_CHECKING:
+    from tether.models.llama_cpp import LlamaCppModel
 
 
 class Cancelled(Exception):
@@ -94,12 +97,12 @@ class CompileCache:
             self.hits += 1
         return hit
 
-    def peek(self, c: Constraint, model: Any) -> Compiled | None:
+    def peek(self, c: Constraint, model: Model) -> Compiled | None:
         """The compiled constraint if it is cached (a hit), else None; never compiles."""
         with self._lock:
             return self._hit((c.key, model.vocabulary.fingerprint))
 
-    def get(self, c: Constraint, model: Any, lim: Limits) -> tuple[Compiled, bool]:
+    def get(self, c: Constraint, model: Model, lim: Limits) -> tuple[Compiled, bool]:
         """The compiled constraint and whether it came from the cache."""
         key = (c.key, model.vocabulary.fingerprint)
         with self._lock:
@@ -142,7 +145,7 @@ class CompileCache:
 class Backend:
     """How jobs get the model: ``session(n, cells, cancelled)`` yields a model to decode on."""
 
-    model: Any
+    model: Model
     n_ctx: int
     max_seqs: int
 
@@ -182,7 +185,7 @@ class SerialBackend(Backend):
 class BatchBackend(Backend):
     """Continuous batching on a llama.cpp model (`BatchedLlama`)."""
 
-    def __init__(self, model: Any, *, wait_s: float = 0.02, prefix_cache: bool = True) -> None:
+    def __init__(self, model: LlamaCppModel, *, wait_s: float = 0.02, prefix_cache: bool = True) -> None:
         from tether.models.llama_batch import BatchedLlama
 
         self.model = model
@@ -478,7 +481,7 @@ def run_job(backend: Backend, job: Job, emit: Callable[[Delta], None]) -> JobRes
 class Runner:
     """The model, its backend, the compile cache and the thread pools of one server."""
 
-    def __init__(self, model: Any, backend: Backend, lim: Limits, *, threads: int = 8) -> None:
+    def __init__(self, model: Model, backend: Backend, lim: Limits, *, threads: int = 8) -> None:
         self.model = model
         self.backend = backend
         self.limits = lim
