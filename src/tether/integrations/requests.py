@@ -36,6 +36,20 @@ from tether.tokens.bitmask import allocate_mask, ids_to_mask
 KINDS = ("json", "regex", "choice", "grammar")
 
 
+def json_text(text: str, place: str, expected: str = "JSON") -> Any:
+    """``text`` parsed as JSON, its length checked against ``max_text_chars`` first.
+
+    Raises:
+        LimitError: ``text`` is longer than ``max_text_chars``.
+        ConstraintError: not JSON (``place`` is not ``expected``: the parser's reason).
+    """
+    check("max_text_chars", len(text), place)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ConstraintError(f"{place} is not {expected}: {exc}") from None
+
+
 def request_output(spec: Any) -> Any:
     """The ``output`` a request's constraint names (validated; nothing compiled).
 
@@ -63,11 +77,7 @@ def request_output(spec: Any) -> Any:
         raise ConstraintError("'syntax' applies to 'grammar' only")
     if kind == "json":
         if isinstance(value, str):
-            check("max_text_chars", len(value), "tether.json")
-            try:
-                value = json.loads(value)
-            except (ValueError, RecursionError) as exc:
-                raise ConstraintError(f"tether.json is not JSON: {exc}") from None
+            value = json_text(value, "tether.json")
         if not isinstance(value, dict | bool):
             raise ConstraintError(f"tether.json must be a JSON Schema (object or boolean), not {limited(value)}")
         output: Any = value

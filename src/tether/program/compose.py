@@ -36,15 +36,16 @@ import re
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from contextvars import ContextVar, Token
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from tether import limits
 from tether.decoding import Argmax, Sample, decode, plan_healing
-from tether.decoding.decoders import ArgumentError, check_bool, check_int, check_number, check_seed
+from tether.decoding.decoders import check_bool, check_int, check_number, check_seed
+from tether.errors import ArgumentError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
-from tether.models.base import Costs, Model
+from tether.models.base import Costs, Model, is_black_box
 from tether.program.arguments import check_limits_arg, check_stop
 from tether.program.chat import render_chat, render_open_turn, tokenize_rendered
 from tether.program.generate import (
@@ -71,7 +72,7 @@ class Piece:
     """A part of a program: text, a hole, a chat turn. ``+`` joins pieces into a `Program`."""
 
     def __add__(self, other: Any) -> Program:
-        return Program((self,)) + other
+        return Program((self, *_as_program(other).pieces))
 
     def __radd__(self, other: Any) -> Program:
         return _as_program(other) + self
@@ -328,7 +329,7 @@ def check_model(model: Any) -> Any:
         from tether.models import load_model
 
         return load_model(model)
-    if not isinstance(model, Model) and not getattr(model, "black_box", False):
+    if not isinstance(model, Model) and not is_black_box(model):
         raise ArgumentError("model", model, "a model from tether.load_model(...)")
     return model
 
@@ -388,10 +389,6 @@ class Transcript:
                           self.holes, self.chat or scope is not None)
 
 
-def _add_costs(a: Costs, b: Costs) -> Costs:
-    return Costs(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(Costs)})
-
-
 class Deferred(Piece):
     """A piece that writes itself when its turn comes (a `tether.function` call)."""
 
@@ -413,7 +410,7 @@ def fill_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptio
     max_tokens = piece.max_tokens if isinstance(piece, Gen) else 64
     stop = list(piece.stop) if isinstance(piece, Gen) else []
     before = model.costs.snapshot()
-    if getattr(model, "black_box", False) and not (tr.chat or scope is not None):
+    if is_black_box(model) and not (tr.chat or scope is not None):
         # an HTTP model: one request per hole, the constraint in the server's own field
         prompt = tr.plain_text()
         limits.check("max_prompt_chars", len(prompt), "the program text before a hole")
@@ -455,7 +452,7 @@ def _with_hole(tr: Transcript, piece: Gen | Select, g: Generation, scope: Scope 
             errors[piece.name] = g.error
         elif not piece.list_append:
             errors.pop(piece.name, None)  # the error was about the value this one replaces
-    costs = _add_costs(tr.costs, spent)
+    costs = tr.costs + spent
     chunks = tr.chunks + (Chunk(g.text, scope, generation_hole(g, piece.name)),) if g.text else tr.chunks
     return Transcript(chunks, captures, errors, costs, tr.holes + 1, tr.chat or scope is not None)
 

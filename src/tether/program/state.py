@@ -38,8 +38,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tether.decoding.decoders import ArgumentError
-from tether.errors import TetherError
+from tether.errors import ArgumentError, TetherError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 from tether.models.base import IDIOMS, Costs
@@ -322,7 +321,8 @@ def function(fn: Callable[..., Any]) -> Callable[..., Call]:
 def add_to_model(model: Any, piece: Any) -> ModelState:
     """``model + piece``: a fresh `ModelState` on ``model`` (default options) with
     ``piece`` written (registered as the models layer's add idiom)."""
-    return ModelState(model) + piece
+    state: ModelState = ModelState(model) + piece  # `+` with an Any operand is typed Any
+    return state
 
 
 IDIOMS.add = add_to_model
