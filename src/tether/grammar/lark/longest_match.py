@@ -48,53 +48,63 @@ _MAX_FIRST_CHARS = 256  # a look-ahead body with more distinct characters is not
 
 
 class _Places:
-    """FIRST, FOLLOW and nullable sets of ``g``'s rules, and where terminals may come."""
+    """FIRST, FOLLOW and nullable sets of ``g``'s rules, and where terminals may come.
+    Every fixpoint is a worklist: each set grows (or each flag flips) a bounded number
+    of times, so a grammar of many rules costs about its size times its terminals."""
 
     def __init__(self, g: Grammar) -> None:
         self.g = g
         self.nts = {r.lhs for r in g.rules}
+        rules = g.rules
+        users: dict[str, list[int]] = {}  # nonterminal -> rules that use it
+        for i, r in enumerate(rules):
+            for x in r.rhs:
+                if isinstance(x, NT):
+                    users.setdefault(x.name, []).append(i)
         self.nullable: set[str] = set()
         self.first: dict[str, set[str]] = {n: set() for n in self.nts}
-        changed = True
-        while changed:
-            changed = False
-            for r in g.rules:
-                f, n = self.first_of(r.rhs)
-                if not f <= self.first[r.lhs]:
-                    self.first[r.lhs] |= f
-                    changed = True
-                if n and r.lhs not in self.nullable:
-                    self.nullable.add(r.lhs)
-                    changed = True
+        todo = list(range(len(rules)))
+        while todo:
+            r = rules[todo.pop()]
+            f, n = self.first_of(r.rhs)
+            grew = not f <= self.first[r.lhs]
+            if grew:
+                self.first[r.lhs] |= f
+            if n and r.lhs not in self.nullable:
+                self.nullable.add(r.lhs)
+                grew = True
+            if grew:
+                todo.extend(users.get(r.lhs, ()))
         self.follow: dict[str, set[str]] = {n: set() for n in self.nts}
-        changed = True
-        while changed:
-            changed = False
-            for r in g.rules:
-                for i, s in enumerate(r.rhs):
-                    if isinstance(s, NT):
-                        f, n = self.first_of(r.rhs[i + 1 :])
-                        if n:
-                            f = f | self.follow[r.lhs]
-                        if not f <= self.follow[s.name]:
-                            self.follow[s.name] |= f
-                            changed = True
-        # the nonterminals predicted whenever one is (its left corners, itself included)
-        self.corners: dict[str, set[str]] = {n: {n} for n in self.nts}
-        changed = True
-        while changed:
-            changed = False
-            for r in g.rules:
-                for s in r.rhs:
-                    if not isinstance(s, NT):
-                        break
-                    for group in self.corners.values():
-                        if r.lhs in group and s.name not in group:
-                            group.add(s.name)
-                            changed = True
-                    if s.name not in self.nullable:
-                        break
+        by_lhs: dict[str, list[int]] = {}
+        for i, r in enumerate(rules):
+            by_lhs.setdefault(r.lhs, []).append(i)
+        todo = list(range(len(rules)))
+        while todo:
+            r = rules[todo.pop()]
+            for i, x in enumerate(r.rhs):
+                if isinstance(x, NT):
+                    f, n = self.first_of(r.rhs[i + 1 :])
+                    if n:
+                        f = f | self.follow[r.lhs]
+                    if not f <= self.follow[x.name]:
+                        self.follow[x.name] |= f
+                        todo.extend(by_lhs.get(x.name, ()))
+        # the rules that may follow a prefix: (lhs, prefix) -> FIRST and nullable of each rest
+        self.rests: dict[tuple[str, tuple[Any, ...]], list[tuple[set[str], bool]]] = {}
+        self.uses: dict[str, set[tuple[str, tuple[Any, ...]]]] = {}  # NT -> (lhs, prefix ending in it)
+        self.starts: dict[str, set[str]] = {}  # lhs -> the NTs its rules start with
+        for r in rules:
+            for i in range(len(r.rhs) + 1):
+                self.rests.setdefault((r.lhs, r.rhs[:i]), []).append(self.first_of(r.rhs[i:]))
+            for i, x in enumerate(r.rhs):
+                if isinstance(x, NT):
+                    self.uses.setdefault(x.name, set()).add((r.lhs, r.rhs[: i + 1]))
+            if r.rhs and isinstance(r.rhs[0], NT):
+                self.starts.setdefault(r.lhs, set()).add(r.rhs[0].name)
+        self.component = _left_corner_components(g, self.nullable)
         self._after: dict[str, dict[str, bool]] = {}
+        self._at_start: dict[str, dict[str, bool]] = {}
 
     def first_of(self, syms: tuple[Any, ...]) -> tuple[set[str], bool]:
         out: set[str] = set()
@@ -110,36 +120,34 @@ class _Places:
     def _siblings_allow(self, lhs: str, prefix: tuple[Any, ...], u: str, ok: dict[str, bool]) -> bool:
         """Whether a rule ``lhs -> prefix β`` (alive wherever one with this prefix is)
         takes ``u`` next: ``u`` in FIRST(β), or β nullable and ``u`` after ``lhs``."""
-        for r in self.g.rules:
-            if r.lhs == lhs and r.rhs[: len(prefix)] == prefix:
-                f, n = self.first_of(r.rhs[len(prefix) :])
-                if u in f or (n and ok.get(lhs, False)):
-                    return True
-        return False
+        return any(u in f or (n and ok.get(lhs, False)) for f, n in self.rests.get((lhs, prefix), ()))
 
     def after(self, u: str) -> dict[str, bool]:
         """``ok[A]``: ``u`` is allowed whenever ``A`` has just been completed (a greatest
         fixpoint; the start rule may also end the text). ``A`` completed where it was
         predicted, with every rule of the nonterminals predicted with it: a rule
-        ``X -> A β`` of such an ``X`` advances over it."""
+        ``X -> A β`` of such an ``X`` (same left-corner component) advances over it."""
         got = self._after.get(u)
         if got is not None:
             return got
         always = set()
         for r in self.g.rules:
-            if r.rhs and isinstance(r.rhs[0], NT) and r.lhs in self.corners.get(r.rhs[0].name, set()):
+            if r.rhs and isinstance(r.rhs[0], NT) and self.component.get(r.lhs) == self.component.get(r.rhs[0].name):
                 if u in self.first_of(r.rhs[1:])[0]:
                     always.add(r.rhs[0].name)
         ok = {n: n in always or n != self.g.start for n in self.nts}
-        changed = True
-        while changed:
-            changed = False
-            for r in self.g.rules:
-                for i, s in enumerate(r.rhs):
-                    if isinstance(s, NT) and ok.get(s.name, False) and s.name not in always:
-                        if not self._siblings_allow(r.lhs, r.rhs[: i + 1], u, ok):
-                            ok[s.name] = False
-                            changed = True
+        dependents: dict[str, set[str]] = {}  # lhs -> the NTs whose uses read ok[lhs]
+        for x, uses in self.uses.items():
+            for lhs, _prefix in uses:
+                dependents.setdefault(lhs, set()).add(x)
+        todo = list(self.nts)
+        while todo:
+            x = todo.pop()
+            if not ok.get(x, False) or x in always:
+                continue
+            if not all(self._siblings_allow(lhs, prefix, u, ok) for lhs, prefix in self.uses.get(x, ())):
+                ok[x] = False
+                todo.extend(dependents.get(x, ()))
         self._after[u] = ok
         return ok
 
@@ -147,33 +155,25 @@ class _Places:
         """``ok[N]``: ``u`` is allowed wherever ``N`` is predicted: in FIRST(N), or at each
         use ``P -> α . N β`` (a greatest fixpoint: a use at the start of ``N``'s own
         rules is the same place)."""
-        key = "\0" + u
-        got = self._after.get(key)
+        got = self._at_start.get(u)
         if got is not None:
             return got
         ok = {n: True for n in self.nts}
-        changed = True
-        while changed:
-            changed = False
-            for n in self.nts:
-                if not ok[n] or u in self.first[n]:
-                    continue
-                if n == self.g.start:
-                    ok[n] = False
-                    changed = True
-                    continue
-                for r in self.g.rules:
-                    for i, s in enumerate(r.rhs):
-                        if isinstance(s, NT) and s.name == n:
-                            before = r.rhs[:i]
-                            good = ok[r.lhs] if not before else self.allowed_with(r.lhs, before, u)
-                            if not good:
-                                ok[n] = False
-                                changed = True
-                                break
-                    if not ok[n]:
-                        break
-        self._after[key] = ok
+        todo = list(self.nts)
+        while todo:
+            n = todo.pop()
+            if not ok[n] or u in self.first[n]:
+                continue
+            good = n != self.g.start
+            for lhs, prefix in self.uses.get(n, ()):
+                before = prefix[:-1]
+                if not (ok[lhs] if not before else self.allowed_with(lhs, before, u)):
+                    good = False
+                    break
+            if not good:
+                ok[n] = False
+                todo.extend(self.starts.get(n, ()))
+        self._at_start[u] = ok
         return ok
 
     def allowed_with(self, lhs: str, before: tuple[Any, ...], u: str) -> bool:
@@ -190,6 +190,52 @@ class _Places:
         """The terminals that may come after ``T`` at ``lhs -> γ T . rest`` (a superset)."""
         f, n = self.first_of(rest)
         return f | self.follow[lhs] if n else f
+
+
+def _left_corner_components(g: Grammar, nullable: set[str]) -> dict[str, int]:
+    """The strongly connected components of the left-corner graph (``X -> Y ...``, ``Y``
+    after a nullable prefix): ``X`` is predicted whenever ``Y`` is, and the other way
+    round, exactly when they share one (iterative Kosaraju)."""
+    edges: dict[str, set[str]] = {}
+    back: dict[str, set[str]] = {}
+    for r in g.rules:
+        for x in r.rhs:
+            if not isinstance(x, NT):
+                break
+            edges.setdefault(r.lhs, set()).add(x.name)
+            back.setdefault(x.name, set()).add(r.lhs)
+            if x.name not in nullable:
+                break
+    order: list[str] = []
+    seen: set[str] = set()
+    for root in {r.lhs for r in g.rules}:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(edges.get(root, ())))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                order.append(node)
+            elif nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, iter(edges.get(nxt, ()))))
+    component: dict[str, int] = {}
+    for root in reversed(order):
+        if root in component:
+            continue
+        component[root] = len(component)
+        label = component[root]
+        todo = [root]
+        while todo:
+            node = todo.pop()
+            for prev in back.get(node, ()):
+                if prev not in component:
+                    component[prev] = label
+                    todo.append(prev)
+    return component
 
 
 def _starts_with(node: Any, chars: cs.CharSet) -> bool:

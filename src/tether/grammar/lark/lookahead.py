@@ -297,7 +297,7 @@ def _decompose(t: Tree) -> dict[Constraint, Tree]:
     if k == "seq":
         acc: dict[Constraint, Tree] = {FREE: EPSILON}
         for x in t[1]:
-            acc = _follow(acc, _decompose(x))
+            acc = _bounded(_follow(acc, _decompose(x)))
         return acc
     x, lo, hi = t[1], t[2], t[3]
     if lo > _MAX_UNROLL or (hi is not None and hi > _MAX_UNROLL):
@@ -310,6 +310,13 @@ def _decompose(t: Tree) -> dict[Constraint, Tree]:
     for _ in range(hi - lo):
         acc = _follow(acc, _optional(_decompose(x)))
     return acc
+
+
+def _bounded(d: dict[Constraint, Tree]) -> dict[Constraint, Tree]:
+    """``d``, or Unsupported when its texts grew past ``_MAX_NODES`` tree nodes."""
+    if sum(_size(v) for v in d.values()) > _MAX_NODES:
+        raise Unsupported
+    return d
 
 
 def _optional(d: dict[Constraint, Tree]) -> dict[Constraint, Tree]:
