@@ -93,9 +93,10 @@ class ProgramStream(Generic[R]):
                 return next(self._steps)
         except StopIteration as end:
             self._done = True
-            tr: Transcript = end.value
-            with limits_in_force(self._limits) if self._limits is not None else nullcontext():
-                self._result = self._finish(tr)
+            tr: Transcript | None = end.value  # None: the steps ended by an error before
+            if tr is not None:
+                with limits_in_force(self._limits) if self._limits is not None else nullcontext():
+                    self._result = self._finish(tr)
             raise StopIteration from None
 
     def close(self) -> None:
@@ -107,11 +108,13 @@ class ProgramStream(Generic[R]):
         """Write the rest and return the final state (``lm.stream``) or `ProgramResult`
         (``program.stream``).
 
-        Raises ModelError if the stream was closed before the program was written."""
+        Raises ModelError if the stream was closed (or a step raised) before the program
+        was written."""
         for _ in self:
             pass
         if self._result is None:
-            raise ModelError("the program stream was closed before the program was written")
+            raise ModelError("the program stream ended before the program was written (it was closed, "
+                             "or a step raised)")
         return self._result
 
 

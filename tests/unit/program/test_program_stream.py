@@ -141,7 +141,7 @@ def test_close_and_errors() -> None:
     next(stream)
     stream.close()
     assert list(stream) == []
-    with pytest.raises(ModelError, match="closed before"):
+    with pytest.raises(ModelError, match="ended before"):
         stream.result()
     lm = ModelState(ScriptedModel(seed=4))
     with pytest.raises(ArgumentError):
@@ -155,3 +155,5 @@ def test_stream_runs_under_the_limits() -> None:
     stream = Program(program.pieces).stream(ScriptedModel(seed=1), limits=Limits(max_prompt_chars=10))
     with pytest.raises(LimitError, match="max_prompt_chars"):
         list(stream)
+    with pytest.raises(ModelError, match="ended before"):  # the failed stream has no result
+        stream.result()
