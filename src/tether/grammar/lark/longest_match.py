@@ -297,11 +297,13 @@ def _decided(g: Grammar, places: _Places, name: str, continuing: list[str], char
     return True
 
 
-def decided_by_longest_match(g: Grammar, name: str, pattern: str) -> list[str] | None:
+def decided_by_longest_match(g: Grammar, name: str, pattern: str,
+                             memo: dict[str, Any] | None = None) -> list[str] | None:
     """For terminal ``name`` of ``g`` with regex ``pattern``: if every look-around of it
     that may read outside the lexeme is a negative look-ahead decided as the module
     docstring says, a description of each decision ("terminal U continues it" or "nothing
-    that follows starts with it"); else None (the caller refuses the look-around)."""
+    that follows starts with it"); else None (the caller refuses the look-around).
+    ``memo`` keeps the grammar's facts between the terminals of one grammar."""
     import tether.regex as rx  # noqa: PLC0415
 
     tree = parse_tree(pattern)
@@ -335,7 +337,8 @@ def decided_by_longest_match(g: Grammar, name: str, pattern: str) -> list[str] |
             continuing = [t.name for t in g.terminals.values()
                           if t.name != name and _prefixes_of(want, t.to_node())]
             if places is None:
-                places = _Places(g)
+                memo = {} if memo is None else memo
+                places = memo.get("places") or memo.setdefault("places", _Places(g))
             if not _decided(g, places, name, continuing, chars):
                 return None
             notes.append(f"continued by {', '.join(continuing)}" if continuing else

@@ -17,6 +17,7 @@ regex layer (None).
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 from tether.grammar.ast import Cls, Node, Rep, alt, seq
@@ -112,11 +113,16 @@ def _class(items: Any, icase: bool, ascii_: bool) -> cs.CharSet:
                       sc.CATEGORY_NOT_SPACE: "S", sc.CATEGORY_WORD: "w", sc.CATEGORY_NOT_WORD: "W"}.get(av)
             if letter is None:
                 raise Unsupported
-            parts.append(cs.class_escape(letter, "python", ascii_))
+            parts.append(_class_escape(letter, ascii_))
         else:
             raise Unsupported
     s = _fold(cs.union(*parts), icase, ascii_)
     return cs.complement(s) if negate else s
+
+
+@cache
+def _class_escape(letter: str, ascii_: bool) -> cs.CharSet:
+    return cs.class_escape(letter, "python", ascii_)
 
 
 def _one_char(t: Tree) -> cs.CharSet | None:

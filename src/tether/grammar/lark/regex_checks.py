@@ -185,6 +185,7 @@ def check_terminal_looks(g: Grammar, looks: list[tuple[int, str, str]], text: st
     from tether.grammar.lark.longest_match import decided_by_longest_match  # noqa: PLC0415
 
     notes: list[str] = []
+    memo: dict[str, Any] = {}  # the grammar's facts, built once
     for t in list(g.terminals.values()):
         patterns: list[str] = []
         if t.regex is not None:
@@ -203,7 +204,7 @@ def check_terminal_looks(g: Grammar, looks: list[tuple[int, str, str]], text: st
             bad = lookaround_outside(pattern, "", anchors=True)
             if bad is None:
                 continue
-            decided = decided_by_longest_match(g, t.name, pattern) if t.regex == pattern else None
+            decided = decided_by_longest_match(g, t.name, pattern, memo) if t.regex == pattern else None
             if decided is not None:
                 notes.append(f"terminal {t.name}: its look-ahead after the lexeme is exact as lowered, "
                              f"at every use ({'; '.join(decided)})")
