@@ -21,6 +21,7 @@ from tether.errors import LimitError, SchemaError, UnsupportedSchemaError, limit
 from tether.grammar.ir import NT, Grammar, T, Terminal
 from tether.grammar.json_schema import numbers as num
 from tether.grammar.json_schema.layout import Layout, Spec
+from tether.grammar.json_schema.nodes import spec_node
 from tether.limits import Limits, current
 
 PropertyOrder = Literal["schema", "any"]
@@ -240,9 +241,9 @@ class Context:
             if kind == "lit":
                 self.g.add_terminal(Terminal(name, literal=value))
             elif kind == "rx":
-                self.g.add_terminal(Terminal(name, regex=value, node=spec[2] if len(spec) > 2 else None))
+                self.g.add_terminal(Terminal(name, regex=value, node=spec_node(spec)))
             else:
-                self.g.add_terminal(Terminal(name, expr=value))
+                self.g.add_terminal(Terminal(name, expr=value, node=spec_node(spec)))
         return T(name)
 
     def shape(self, s: dict) -> int:

@@ -20,12 +20,13 @@ from tether.grammar.ir import NT, Rule, T, Terminal
 from tether.grammar.json_schema import strings as st
 from tether.grammar.json_schema.context import OPEN_KW, Context, Member, at_pointer, ptr
 from tether.grammar.json_schema.layout import dumps_str
+from tether.grammar.json_schema.nodes import joined, spec_node
 from tether.grammar.json_schema.references import flatten
 from tether.grammar.json_schema.string_keywords import (
     ANY_BODY,
     body_nonempty,
-    key_body,
     name_body,
+    names_regex,
     pattern_body,
     pattern_re,
     string_body,
@@ -207,9 +208,10 @@ def name_check(c: Context, name_schemas: list[Member]) -> Callable[[str], bool]:
         return (lambda k: True) if check is None else check
     from tether import regex as rx
 
-    term = (Terminal("k", regex=f'"{wrap(body)}"') if isinstance(body, str)
-            else Terminal("k", expr=("concat", '"', body, '"')))
-    node = term.to_node()
+    spec = ("rx", f'"{wrap(body)}"') if isinstance(body, str) else ("expr", ("concat", '"', body, '"'))
+    node = spec_node(spec)
+    if node is None:  # the text does not parse: the error, as the engine reports it
+        node = (Terminal("k", regex=spec[1]) if spec[0] == "rx" else Terminal("k", expr=spec[1])).to_node()
     return lambda k: rx.matches(node, dumps_str(k).encode("utf-8"))
 
 
@@ -220,7 +222,7 @@ def extra_regions(c: Context, flat, patterns, named, name_schemas, depth, closed
     # (a spelled-out complement trie grows with every name)
     not_named: Any = (
         ANY_BODY if not named
-        else ("and", ANY_BODY, ("not", "|".join(key_body(k) for k in named)))
+        else ("and", ANY_BODY, ("not", names_regex(named)))
     )
     names_body = None
     if name_schemas:
@@ -292,7 +294,7 @@ def extra_regions(c: Context, flat, patterns, named, name_schemas, depth, closed
 def key_term(c: Context, depth: int, first: bool, body: Any) -> T:
     before, after = c.layout.open_key(depth, first)
     if isinstance(body, str):
-        return c.term(("rx", f'{before}"{wrap(body)}"{after}'), "key")
+        return c.term(("rx", joined(before, '"', wrap(body), '"', after)), "key")
     return c.term(("expr", ("concat", before, '"', body, '"', after)), "key")
 
 

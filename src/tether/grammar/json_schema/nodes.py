@@ -1,0 +1,127 @@
+"""Regex-layer nodes of the compiler's lexemes, built from their parts instead of parsed.
+
+The compiler spells every lexeme as regex text: the text stays the terminal's meaning for
+printing, GBNF and composition. The pieces whose node it can build directly (whitespace
+gaps and punctuation, object keys, alternations of names, string bodies written from
+``strings.py``'s AST) are recorded here by their text (``known``); ``spec_node`` gives a
+lexeme its node from those, and parses only the texts it holds no node for (a user's
+``pattern`` as a ``patternProperties`` region, a custom gap regex).
+
+Each recorded node is the very node the regex layer's parser builds for the text (nodes
+are interned, so the tests compare identity): where the parser reshapes what it reads (an
+alternation of many literals becomes a trie, ``a|b`` one class), the builders here do the
+same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tether import regex as rx
+from tether.errors import LimitError, RegexError
+from tether.grammar.ir import expr_node
+from tether.regex import charset
+
+_KNOWN: dict[str, rx.Node] = {}
+_KNOWN_MAX = 1 << 16
+
+# the regex parser factors an alternation of at least this many literal branches into a
+# trie (A·X | A·Y = A·(X|Y)); below it keeps the branches as they are
+TRIE_MIN = 8
+
+
+def known(text: str, node: rx.Node) -> str:
+    """Record that ``text`` parses to ``node``; return ``text``."""
+    if len(_KNOWN) >= _KNOWN_MAX:
+        _KNOWN.clear()
+    _KNOWN[text] = node
+    return text
+
+
+known('"', rx.literal('"'))  # the quotes around a string body
+
+
+def joined(*texts: str) -> str:
+    """The regex ``texts`` written one after another, recorded with the concatenation of
+    their nodes when each is recorded. The caller keeps the parts apart: no part may end
+    with a repeat of what the next starts with (the parser would merge the counts)."""
+    text = "".join(texts)
+    if text not in _KNOWN:
+        parts = [_KNOWN.get(t) for t in texts]
+        if all(p is not None for p in parts):
+            known(text, rx.concat(*(p for p in parts if p is not None)))
+    return text
+
+
+def group(text: str) -> str:
+    """``(?:text)`` (recorded with ``text``'s node, if that is recorded)."""
+    out = f"(?:{text})"
+    node = _KNOWN.get(text)
+    if node is not None:
+        known(out, node)
+    return out
+
+
+def leaf(text: str) -> rx.Node:
+    """The node of a regex ``text`` of a lexeme: recorded, else parsed (cached by the
+    regex layer).
+
+    Raises:
+        RegexError, LimitError: as ``tether.regex.parse``.
+    """
+    node = _KNOWN.get(text)
+    if node is None:
+        node = rx.parse(text)
+    return node
+
+
+def spec_node(spec: tuple[Any, ...]) -> rx.Node | None:
+    """The node of a lexeme spec (``layout.Spec``), or None for a literal and for a text
+    that does not parse (the engine then reports it, naming the terminal, as before)."""
+    kind = spec[0]
+    if kind == "lit":
+        return None
+    if len(spec) > 2:
+        node: rx.Node = spec[2]
+        return node
+    try:
+        if kind == "rx":
+            return leaf(spec[1])
+        built: rx.Node = expr_node(spec[1], leaf)
+        return built
+    except (RegexError, LimitError):
+        return None
+
+
+def words_node(words: Sequence[str]) -> rx.Node:
+    """The node of the alternation ``w1|w2|...`` of the literal texts ``words`` (each
+    written with every character escaped: one character, one class), as the parser
+    builds it: one class if every word is one character, a trie from ``TRIE_MIN`` words
+    on, else the union of the literals."""
+    if len(words) == 1:
+        return rx.literal(words[0])
+    if all(len(w) == 1 for w in words):
+        return rx.charset_node(charset.of_chars("".join(words)))
+    if len(words) < TRIE_MIN:
+        return rx.alt(*(rx.literal(w) for w in words))
+    root: dict[str, Any] = {}
+    for w in words:
+        t = root
+        for ch in w:
+            t = t.setdefault(ch, {})
+        t[""] = True  # "" marks the end of a word (no character is "")
+    # children first, without recursion (a word may be long)
+    order: list[dict[str, Any]] = []
+    stack = [root]
+    while stack:
+        t = stack.pop()
+        order.append(t)
+        stack.extend(v for k, v in t.items() if k)
+    built: dict[int, rx.Node] = {}
+    for t in reversed(order):
+        parts = [rx.literal(k, built[id(v)]) for k, v in t.items() if k]
+        if "" in t:
+            parts.append(rx.EPSILON)
+        built[id(t)] = rx.alt(*parts)
+    return built[id(root)]
