@@ -191,7 +191,7 @@ class Context:
         self.docs: dict[str, Any] = {}
         self.keep: list[Any] = []
         self.root_validator: Any = None
-        self._synth: dict[Any, dict] = {}
+        self._synth: dict[Any, dict[Any, Any]] = {}
         self.one_of_warned: set[str] = set()
         self.member_validators: dict[tuple[int, frozenset[str]], Any] = {}
         self._n = 0
@@ -246,7 +246,7 @@ class Context:
                 self.g.add_terminal(Terminal(name, expr=value, node=spec_node(spec)))
         return T(name)
 
-    def shape(self, s: dict) -> int:
+    def shape(self, s: dict[Any, Any]) -> int:
         """The id of the first schema object equal to ``s`` (same JSON text, key order
         included, and same base URI).
 
@@ -266,7 +266,7 @@ class Context:
             shape = self._shape_of_id[i] = self._shapes.setdefault((self.base_of.get(i), text), i)
         return shape
 
-    def synthetic(self, schema: dict, pointer: str) -> dict:
+    def synthetic(self, schema: dict[Any, Any], pointer: str) -> dict[Any, Any]:
         """A schema object made by the compiler (kept alive: members are keyed by id)."""
         key = (pointer, json.dumps(schema, sort_keys=True, default=id))
         found = self._synth.get(key)
@@ -275,7 +275,7 @@ class Context:
             self.ptr_of[id(schema)] = pointer
         return found
 
-    def node(self, members: list[Member], depth: int, consumed: frozenset = frozenset()) -> str | None:
+    def node(self, members: list[Member], depth: int, consumed: frozenset[Any] = frozenset()) -> str | None:
         """The nonterminal for the conjunction ``members`` at ``depth``; None if empty
         (``compiler.SchemaCompiler.node``)."""
         raise NotImplementedError

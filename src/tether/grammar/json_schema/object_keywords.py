@@ -129,9 +129,11 @@ def compile_object(c: Context, flat: list[Member], depth: int, forbidden: set[st
         c.unsupported("dependentRequired", flat[0][1], "more than 10 names take part")
         deps = {}
     if c.order == "any":
-        return object_any(c, slots, extras, min_p, max_p, depth, deps,
-                                flat[0][1] if flat else "#")
-    return object_schema_order(c, slots, extras, min_p, max_p, depth, deps)
+        found: str | None = object_any(c, slots, extras, min_p, max_p, depth, deps,
+                                       flat[0][1] if flat else "#")
+        return found
+    found = object_schema_order(c, slots, extras, min_p, max_p, depth, deps)
+    return found
 
 
 def object_any(c: Context, slots, extras, min_p, max_p, depth, deps, pointer):  # type: ignore[no-untyped-def]
@@ -169,7 +171,7 @@ def object_any(c: Context, slots, extras, min_p, max_p, depth, deps, pointer):  
     return object_schema_order(c, slots, extras, min_p, max_p, depth, deps)
 
 
-def key_members(c: Context, flat: list[Member], patterns: list, k: str) -> list[Member]:
+def key_members(c: Context, flat: list[Member], patterns: list[Any], k: str) -> list[Member]:
     """What each member says about the value of key ``k``."""
     conj: list[Member] = []
     for idx, (s, p) in enumerate(flat):
@@ -208,10 +210,11 @@ def name_check(c: Context, name_schemas: list[Member]) -> Callable[[str], bool]:
         return (lambda k: True) if check is None else check
     from tether import regex as rx
 
-    spec = ("rx", f'"{wrap(body)}"') if isinstance(body, str) else ("expr", ("concat", '"', body, '"'))
-    node = spec_node(spec)
+    text = f'"{wrap(body)}"' if isinstance(body, str) else None
+    tree = ("concat", '"', body, '"')
+    node = spec_node(("rx", text) if text is not None else ("expr", tree))
     if node is None:  # the text does not parse: the error, as the engine reports it
-        node = (Terminal("k", regex=spec[1]) if spec[0] == "rx" else Terminal("k", expr=spec[1])).to_node()
+        node = (Terminal("k", regex=text) if text is not None else Terminal("k", expr=tree)).to_node()
     return lambda k: rx.matches(node, dumps_str(k).encode("utf-8"))
 
 

@@ -22,6 +22,7 @@ from tether.grammar.json_schema import strings as st
 from tether.grammar.json_schema.context import Context, Member, at_pointer, ptr
 from tether.grammar.json_schema.layout import Spec, dumps_str
 from tether.grammar.json_schema.nodes import group, joined, known, spec_node, words_node
+from tether.limits import current
 
 # the body of any string; its node is parsed once, with the module (every object with
 # names and further keys spells "any key but these" with it)
@@ -107,7 +108,7 @@ def string_body(c: Context, flat: list[Member]) -> Any:
     return regexes[0] if len(regexes) == 1 else ("and", *regexes)
 
 
-def compile_string(c: Context, flat: list[Member], excluded: list | None = None) -> Spec | None:
+def compile_string(c: Context, flat: list[Member], excluded: list[Any] | None = None) -> Spec | None:
     body = string_body(c, flat)
     if body is False:
         return None
@@ -191,8 +192,11 @@ def names_regex(names: Iterable[str]) -> str:
     names = list(names)
     bodies = [key_body(k) for k in names]
     text = "|".join(bodies)
-    if any("(?:" in b for b in bodies):  # a control character, written as a group
+    if any("(?:" in b for b in bodies):  # an escaped character, written as a group
         return text
+    lim = current()
+    if len(bodies) > lim.max_alternatives or len(text) > lim.max_text_chars:
+        return text  # past the regex layer's limits: its parser reports them, as before
     try:
         words = [dumps_str(k)[1:-1] for k in names]
         for w in words:
