@@ -15,7 +15,7 @@ same.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tether import regex as rx
@@ -23,7 +23,9 @@ from tether.errors import LimitError, RegexError
 from tether.grammar.ir import expr_node
 from tether.regex import charset
 
-_KNOWN: dict[str, rx.Node] = {}
+# text -> its node, or a function building it (built on first use: a lexeme the compiler
+# spells but does not keep costs nothing)
+_KNOWN: dict[str, rx.Node | Callable[[], rx.Node]] = {}
 _KNOWN_MAX = 1 << 16
 
 # the regex parser factors an alternation of at least this many literal branches into a
@@ -31,12 +33,22 @@ _KNOWN_MAX = 1 << 16
 TRIE_MIN = 8
 
 
-def known(text: str, node: rx.Node) -> str:
-    """Record that ``text`` parses to ``node``; return ``text``."""
+def known(text: str, node: rx.Node | Callable[[], rx.Node]) -> str:
+    """Record that ``text`` parses to ``node`` (or to what ``node()`` builds, called on
+    first use); return ``text``."""
     if len(_KNOWN) >= _KNOWN_MAX:
         _KNOWN.clear()
     _KNOWN[text] = node
     return text
+
+
+def recorded(text: str) -> rx.Node | None:
+    """The node recorded for ``text`` (built now if it was recorded as a function)."""
+    node = _KNOWN.get(text)
+    if node is None or isinstance(node, rx.Node):
+        return node
+    built = _KNOWN[text] = node()
+    return built
 
 
 known('"', rx.literal('"'))  # the quotes around a string body
@@ -47,19 +59,16 @@ def joined(*texts: str) -> str:
     their nodes when each is recorded. The caller keeps the parts apart: no part may end
     with a repeat of what the next starts with (the parser would merge the counts)."""
     text = "".join(texts)
-    if text not in _KNOWN:
-        parts = [_KNOWN.get(t) for t in texts]
-        if all(p is not None for p in parts):
-            known(text, rx.concat(*(p for p in parts if p is not None)))
+    if text not in _KNOWN and all(t in _KNOWN for t in texts):
+        known(text, lambda: rx.concat(*(leaf(t) for t in texts)))
     return text
 
 
 def group(text: str) -> str:
     """``(?:text)`` (recorded with ``text``'s node, if that is recorded)."""
     out = f"(?:{text})"
-    node = _KNOWN.get(text)
-    if node is not None:
-        known(out, node)
+    if text in _KNOWN:
+        known(out, lambda: leaf(text))
     return out
 
 
@@ -70,7 +79,7 @@ def leaf(text: str) -> rx.Node:
     Raises:
         RegexError, LimitError: as ``tether.regex.parse``.
     """
-    node = _KNOWN.get(text)
+    node = recorded(text)
     if node is None:
         node = rx.parse(text)
     return node

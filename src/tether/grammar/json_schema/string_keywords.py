@@ -188,8 +188,13 @@ def key_body(key: str) -> str:
 def names_regex(names: Iterable[str]) -> str:
     """The string-body regex of exactly the strings ``names`` (``key_body`` of each, as
     alternatives), recorded with its node (``nodes.words_node`` over the canonical JSON
-    text of each name: the characters the body regex spells one by one)."""
-    names = list(names)
+    text of each name: the characters the body regex spells one by one), built on first
+    use."""
+    return _names_regex(tuple(names))
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_regex(names: tuple[str, ...]) -> str:
     bodies = [key_body(k) for k in names]
     text = "|".join(bodies)
     if any("(?:" in b for b in bodies):  # an escaped character, written as a group
@@ -198,12 +203,11 @@ def names_regex(names: Iterable[str]) -> str:
     if len(bodies) > lim.max_alternatives or len(text) > lim.max_text_chars:
         return text  # past the regex layer's limits: its parser reports them, as before
     try:
-        words = [dumps_str(k)[1:-1] for k in names]
-        for w in words:
-            w.encode("utf-8")  # a lone surrogate has no UTF-8 text (the regex matches nothing)
+        for k in names:
+            k.encode("utf-8")  # a lone surrogate has no UTF-8 text (the regex matches nothing)
     except UnicodeEncodeError:
         return text
-    return known(text, words_node(words))
+    return known(text, lambda: words_node([dumps_str(k)[1:-1] for k in names]))
 
 
 def wrap(body: str) -> str:
