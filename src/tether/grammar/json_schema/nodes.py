@@ -15,6 +15,7 @@ same.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -97,10 +98,17 @@ def spec_node(spec: tuple[Any, ...]) -> rx.Node | None:
     try:
         if kind == "rx":
             return leaf(spec[1])
-        built: rx.Node = expr_node(spec[1], leaf)
-        return built
+        return _expr_node(spec[1])
     except (RegexError, LimitError):
         return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _expr_node(tree: tuple[Any, ...]) -> rx.Node:
+    """``expr_node`` of a lexeme's tree, by content (a region's key language is asked
+    for twice, by ``body_nonempty`` and by its terminal; errors are not cached)."""
+    built: rx.Node = expr_node(tree, leaf)
+    return built
 
 
 def words_node(words: Sequence[str]) -> rx.Node:
