@@ -36,6 +36,7 @@ import numpy as np
 from tether import limits
 from tether.decoding.decoders import check_int, check_seed
 from tether.decoding.logits import model_call
+from tether.decoding.options import Settings
 from tether.decoding.sampling import argmax, log_softmax
 from tether.decoding.scoring import score_tokens
 from tether.errors import ConstraintError, ModelError, TetherError, limited
@@ -621,10 +622,11 @@ class Runtime:
         """A new branch running ``program`` with ``args`` (paused at its first hole)."""
         return Execution(program, args, self)
 
-    def step_options(self) -> dict[str, Any]:
-        """The `tether.decoding` options every hole decodes with."""
-        return {"fast_forward": True, "close_on_budget": self.close_on_budget, "selective": True,
-                "stop_outside": self.stop_outside}
+    def step_settings(self) -> Settings:
+        """The `tether.decoding` settings every hole decodes with (each hole sets its own
+        budget and triggered region: `branches.Hole.settings`)."""
+        return Settings(fast_forward=True, close_on_budget=self.close_on_budget, selective=True,
+                        stop_outside=self.stop_outside)
 
     # -- small services for executions ---------------------------------------------------
 
