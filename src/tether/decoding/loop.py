@@ -78,11 +78,9 @@ def _sample_settings(decoder: Decoder) -> tuple[Sample | None, int]:
     raise ArgumentError("decoder", decoder, "an Argmax, Sample or BestOf (beam_search runs Beam)")
 
 
-
 def _step(model: Any, live: list[Branch], sampler: Sample | None, s: Settings) -> None:
-    vocab = model.vocabulary
+    vocab, max_tokens = model.vocabulary, s.max_tokens
     # 1. forced tokens, no model call
-    max_tokens = s.max_tokens
     if s.fast_forward:
         for b in live:
             forced = b.guide.fast_forward()
@@ -126,7 +124,6 @@ def _step(model: Any, live: list[Branch], sampler: Sample | None, s: Settings) -
                 continue  # closed (or, in a free region, closed up to the trigger: choose again)
         b.logprob += float(log_softmax(v)[k])
         b.push(vocab, token, False)
-
 
 
 def _start(model: Any, prompt_tokens: Sequence[int], matcher: Any | None, decoder: Decoder,
