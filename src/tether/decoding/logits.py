@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tether.errors import ContextLengthError, ModelError, TetherError
+from tether.models.base import BatchLogits
 
 _BLOCKED_CACHE: dict[str, NDArray[np.int64]] = {}
 T = TypeVar("T")
@@ -102,7 +103,7 @@ def batch_scores(
 ) -> list[NDArray[np.float32]]:
     """`scores` for several sequences; one batched forward pass when the model has
     ``logits_batch`` and no sequence takes the selective path."""
-    if len(seqs) > 1 and hasattr(model, "logits_batch") and not any(
+    if len(seqs) > 1 and isinstance(model, BatchLogits) and not any(
         uses_selective(model, ids, selective) for ids in ids_list
     ):
         raw2d = model_call(model, model.logits_batch, seqs)

@@ -42,7 +42,7 @@ from tether.decoding.tokenize import tokens_for_bytes
 from tether.errors import ArgumentError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
-from tether.models.base import Costs
+from tether.models.base import Costs, is_black_box
 from tether.program.arguments import check_limits_arg, check_options, check_prompt
 from tether.program.chat import render_chat, tokenize_rendered
 from tether.program.generation import Generation, Stream, partials_reader
@@ -308,7 +308,7 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
     stops = opts.stop
     if opts.stream and (batch or isinstance(dec, Beam | BestOf) or dec.n != 1):
         raise ArgumentError("stream", True, "False unless there is one prompt and one output (argmax, or sample with n=1)")
-    if getattr(model, "black_box", False):
+    if is_black_box(model):
         if after is not None:
             raise ArgumentError("after", after, "None for a black-box (HTTP) model: the server cannot enforce a "
                                 "triggered region")
