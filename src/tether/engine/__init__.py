@@ -9,7 +9,8 @@ first computed (``warmup()`` pays that cost up front).
 
 from __future__ import annotations
 
-from tether.engine.compiled import CompiledConstraint, compile, compute_masks
+from tether.engine.batch import compute_masks
+from tether.engine.compiled import CompiledConstraint, compile
 from tether.engine.matcher import Matcher
 
 
@@ -17,7 +18,13 @@ def warmup() -> None:
     """Load (or JIT-compile) the numba kernels now rather than at the first mask."""
     import numpy as np
 
-    from tether.engine._kernels import nonzero_words, walk_lexemes, walk_lexemes_lazy
+    from tether.engine._kernels import (
+        fill_rows,
+        nonzero_words,
+        walk_lexemes,
+        walk_lexemes_lazy,
+        write_stored,
+    )
 
     i32 = np.int32
     one = np.zeros(1, i32)
@@ -28,6 +35,8 @@ def warmup() -> None:
     walk_lexemes(*trie, t, one, t, one, *rest)
     walk_lexemes_lazy(*trie, t, one, one, t, one, *rest)
     nonzero_words(np.zeros(1, np.uint32), np.zeros(1, i32), np.zeros(1, np.uint32))
+    fill_rows(np.zeros((1, 1), np.uint32), np.zeros((1, 5), np.int64), 0, 0)
+    write_stored(np.zeros(1, np.uint32), 0, 0, 0, 0)
 
 
 __all__ = ["CompiledConstraint", "Matcher", "compile", "compute_masks", "warmup"]

@@ -12,8 +12,12 @@ Table conventions (all ``int32``): a value ``>= 0`` is a state or node id,
 
 from __future__ import annotations
 
+import ctypes
+
 import numba as nb
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 DEAD = -1
 UNKNOWN = -2
@@ -137,3 +141,86 @@ def nonzero_words(mask, idx, words):
             words[k] = w
             k += 1
     return k
+
+
+# ---- batch rows (compute_masks) ------------------------------------------------------------
+# How fill_rows writes one row of the batch.
+ROW_ZERO = 0  # nothing allowed (after EOS)
+ROW_DENSE = 1  # copy a stored mask of out2d's width
+ROW_SPARSE = 2  # zero the row, then set the stored non-zero words
+
+
+# plain Python (NUMBA_DISABLE_JIT=1): ctypes pointers, which carray takes there too
+if nb.config.DISABLE_JIT:  # type: ignore[attr-defined]
+
+    def _u32_at(addr):  # type: ignore[no-untyped-def]
+        return ctypes.cast(int(addr), ctypes.POINTER(ctypes.c_uint32))
+
+    def _i32_at(addr):  # type: ignore[no-untyped-def]
+        return ctypes.cast(int(addr), ctypes.POINTER(ctypes.c_int32))
+
+else:
+
+    @intrinsic
+    def _u32_at(typingctx, addr):  # type: ignore[no-untyped-def]
+        """The address ``addr`` (an int64) as a pointer to uint32."""
+        sig = types.CPointer(types.uint32)(types.int64)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.uint32)))
+
+        return sig, codegen
+
+    @intrinsic
+    def _i32_at(typingctx, addr):  # type: ignore[no-untyped-def]
+        """The address ``addr`` (an int64) as a pointer to int32."""
+        sig = types.CPointer(types.int32)(types.int64)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int32)))
+
+        return sig, codegen
+
+
+@nb.njit(cache=True, nogil=True)
+def write_stored(out, kind, count, idx_at, words_at):  # fmt: skip
+    """Write one stored mask into ``out`` (``uint32[w]``): ``kind`` is ``ROW_ZERO``,
+    ``ROW_DENSE`` (copy ``w`` words from address ``words_at``) or ``ROW_SPARSE`` (zero
+    ``out``, then word ``idx[i]`` = ``words[i]`` for the ``count`` pairs at ``idx_at`` /
+    ``words_at``; an index outside ``out`` is skipped).
+
+    The addresses are those of the engine's own cached arrays (``CompiledConstraint``'s
+    mask cache, ``StoredMask.spec``), which the caller keeps referenced for the duration
+    of the call. Returns the number of words copied or set."""
+    w = out.shape[0]
+    if kind == ROW_DENSE:
+        src = nb.carray(_u32_at(words_at), w)
+        for i in range(w):
+            out[i] = src[i]
+        return w
+    for i in range(w):
+        out[i] = 0
+    if kind != ROW_SPARSE:
+        return 0
+    ix = nb.carray(_i32_at(idx_at), count)
+    ws = nb.carray(_u32_at(words_at), count)
+    for i in range(count):
+        x = ix[i]
+        if 0 <= x < w:
+            out[x] = ws[i]
+    return count
+
+
+@nb.njit(cache=True, nogil=True)
+def fill_rows(out2d, spec, lo, hi):  # fmt: skip
+    """``write_stored`` for the lines ``lo..hi-1`` of ``spec`` (``int64[k, 5]``: row of
+    ``out2d``, kind, count, idx address, words address); a row outside ``out2d`` is
+    skipped. Returns the number of rows written."""
+    h = out2d.shape[0]
+    done = 0
+    for j in range(lo, hi):
+        r = spec[j, 0]
+        if 0 <= r < h:
+            write_stored(out2d[r], spec[j, 1], spec[j, 2], spec[j, 3], spec[j, 4])
+            done += 1
+    return done

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.engine import CompiledConstraint, Matcher
+from tether.engine import CompiledConstraint, Matcher, compute_masks
 from tether.errors import ConstraintError, limited
 from tether.grammar import Grammar
-from tether.limits import check
+from tether.limits import check, current
 from tether.program.outputs import regex
 from tether.tokens import Vocabulary
 from tether.tokens.bitmask import allocate_mask, ids_to_mask
@@ -149,16 +149,23 @@ class BatchConstraints:
 
     def masks(self) -> tuple[list[int], NDArray[np.uint32]]:
         """The constrained rows (sorted) and their masks (``uint32[rows, words]``): a live
-        row's allowed tokens; a finished or refused row allows EOS only."""
+        row's allowed tokens; a finished or refused row allows EOS only. The live rows'
+        masks are one `tether.engine.compute_masks` call (per ``Limits.max_batch`` rows)."""
         self.sync()
         idx = sorted(self.rows)
         out = allocate_mask(self.vocabulary.size, batch=max(len(idx), 1))[: len(idx)]
+        live: list[Matcher] = []
+        where: list[int] = []
         for k, i in enumerate(idx):
             row = self.rows[i]
             if row.done or row.error is not None:
                 out[k] = self._eos_mask
             else:
-                row.matcher.compute_mask(out[k])
+                live.append(row.matcher)
+                where.append(k)
+        step = current().max_batch
+        for a in range(0, len(live), step):
+            compute_masks(live[a:a + step], out, rows=where[a:a + step])
         return idx, out
 
 
