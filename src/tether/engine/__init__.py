@@ -19,8 +19,11 @@ def warmup() -> None:
     import numpy as np
 
     from tether.engine._kernels import (
+        address_of,
+        copy_words,
         fill_rows,
         nonzero_words,
+        scatter_words,
         walk_lexemes,
         walk_lexemes_lazy,
         write_stored,
@@ -37,6 +40,11 @@ def warmup() -> None:
     nonzero_words(np.zeros(1, np.uint32), np.zeros(1, i32), np.zeros(1, np.uint32))
     fill_rows(np.zeros((1, 1), np.uint32), np.zeros((1, 5), np.int64), 0, 0)
     write_stored(np.zeros(1, np.uint32), 0, 0, 0, 0)
+    u32 = np.zeros(1, np.uint32)
+    copy_words(u32, u32)
+    scatter_words(u32, one, u32)
+    address_of(one)
+    address_of(u32)
 
 
 __all__ = ["CompiledConstraint", "Matcher", "compile", "compute_masks", "warmup"]

@@ -183,32 +183,54 @@ else:
 
 
 @nb.njit(cache=True, nogil=True)
+def copy_words(out, words):  # fmt: skip
+    """A dense stored mask into ``out``: ``out[i] = words[i]`` for every word of ``out``
+    (``words`` is as long). Returns the number of words copied."""
+    w = out.shape[0]
+    for i in range(w):
+        out[i] = words[i]
+    return w
+
+
+@nb.njit(cache=True, nogil=True)
+def scatter_words(out, idx, words):  # fmt: skip
+    """A sparse stored mask into ``out``: zero ``out``, then ``out[idx[i]] = words[i]``
+    (an index outside ``out`` is skipped). Returns the number of pairs."""
+    w = out.shape[0]
+    for i in range(w):
+        out[i] = 0
+    for i in range(idx.shape[0]):
+        x = idx[i]
+        if 0 <= x < w:
+            out[x] = words[i]
+    return idx.shape[0]
+
+
+@nb.njit(cache=True, nogil=True)
+def address_of(a):  # fmt: skip
+    """The address of ``a``'s first element (what ``write_stored`` reads back)."""
+    return a.ctypes.data
+
+
+@nb.njit(cache=True, nogil=True)
 def write_stored(out, kind, count, idx_at, words_at):  # fmt: skip
-    """Write one stored mask into ``out`` (``uint32[w]``): ``kind`` is ``ROW_ZERO``,
-    ``ROW_DENSE`` (copy ``w`` words from address ``words_at``) or ``ROW_SPARSE`` (zero
-    ``out``, then word ``idx[i]`` = ``words[i]`` for the ``count`` pairs at ``idx_at`` /
-    ``words_at``; an index outside ``out`` is skipped).
+    """Write one stored mask into ``out`` (``uint32[w]``) from its addresses: ``kind`` is
+    ``ROW_ZERO`` (zero ``out``), ``ROW_DENSE`` (``copy_words`` of the ``w`` words at
+    ``words_at``) or ``ROW_SPARSE`` (``scatter_words`` of the ``count`` pairs at
+    ``idx_at`` / ``words_at``).
 
     The addresses are those of the engine's own cached arrays (``CompiledConstraint``'s
-    mask cache, ``StoredMask.spec``), which the caller keeps referenced for the duration
+    mask cache, ``StoredMask.spec()``), which the caller keeps referenced for the duration
     of the call. Returns the number of words copied or set."""
     w = out.shape[0]
     if kind == ROW_DENSE:
-        src = nb.carray(_u32_at(words_at), w)
-        for i in range(w):
-            out[i] = src[i]
-        return w
-    for i in range(w):
-        out[i] = 0
+        return copy_words(out, nb.carray(_u32_at(words_at), w))
     if kind != ROW_SPARSE:
+        for i in range(w):
+            out[i] = 0
         return 0
-    ix = nb.carray(_i32_at(idx_at), count)
-    ws = nb.carray(_u32_at(words_at), count)
-    for i in range(count):
-        x = ix[i]
-        if 0 <= x < w:
-            out[x] = ws[i]
-    return count
+    return scatter_words(out, nb.carray(_i32_at(idx_at), count),
+                         nb.carray(_u32_at(words_at), count))
 
 
 @nb.njit(cache=True, nogil=True)

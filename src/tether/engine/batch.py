@@ -140,7 +140,7 @@ def _fill(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], target: Sequen
         cc.stats["mask_hits"] += 1
         held.append(hit)
         spec.append(target[j])
-        spec.extend(hit.spec)
+        spec.extend(hit.spec())
     k = len(spec) // 5
     table = np.array(spec, np.int64).reshape(k, 5)
     step = max(1, CHUNK_WORDS // out2d.shape[1])  # rows per piece of work

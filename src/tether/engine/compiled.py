@@ -22,11 +22,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.engine import walk as _walk
 from tether.engine.slices import DEFAULT_BUCKETS, VocabIndex, vocab_index
 from tether.engine.tables import StepTables
 from tether.engine.walk import Walk, start_walk
@@ -80,7 +81,9 @@ class CompiledConstraint:
         self._masks: OrderedDict[tuple[int, int, bool], StoredMask] = OrderedDict()
         self._mask_bytes = 0
         self._mask_limit = mask_cache_bytes
-        self._write_stored: Callable[..., int] = _no_kernel
+        # the hit kernels (``_kernels.copy_words`` / ``scatter_words``), set by the first store
+        self._copy_words: Callable[..., int] = _no_kernel
+        self._scatter_words: Callable[..., int] = _no_kernel
         self._depth_cache: dict[int, int] = {}
         self.stats = {"mask_hits": 0, "mask_misses": 0, "slow_steps": 0}
         self.lock = threading.RLock()
@@ -116,19 +119,19 @@ class CompiledConstraint:
         previous one minus ``n`` (used instead of a search when that is deep enough)."""
         key = (ls, node, at_start)
         hit = self._masks.get(key)
-        if hit is not None:
-            self.stats["mask_hits"] += 1
-            self._write_stored(out, *hit.spec)  # a numba kernel, without the GIL
-            return
-        with self.lock:
-            hit = self._masks.get(key)  # another thread may have stored it meanwhile
-            if hit is not None:
-                self.stats["mask_hits"] += 1
-                self._write_stored(out, *hit.spec)
-                return
-            walk = self.start_mask(key, out, hint)
-            walk.run()
-            self.finish_mask(key, walk, parser)
+        if hit is None:
+            with self.lock:
+                hit = self._masks.get(key)  # another thread may have stored it meanwhile
+                if hit is None:
+                    walk = self.start_mask(key, out, hint)
+                    walk.run()
+                    self.finish_mask(key, walk, parser)
+                    return
+        self.stats["mask_hits"] += 1
+        if hit.idx is None:  # numba kernels, without the GIL
+            self._copy_words(out, hit.words)
+        else:
+            self._scatter_words(out, hit.idx, hit.words)
 
     # the two halves of a mask not in the cache, around its walk (``compute_masks`` runs the
     # walks of a batch between them, on several threads)
@@ -170,21 +173,18 @@ class CompiledConstraint:
     def _store(self, key: tuple[int, int, bool], out: NDArray[np.uint32]) -> None:
         """Keep the mask of ``key``: its non-zero words, or a dense copy when more than
         half are non-zero; the oldest entries go past the size limit."""
-        from tether.engine._kernels import ROW_DENSE, ROW_SPARSE, nonzero_words, write_stored
-
-        self._write_stored = write_stored  # hits come after a store: no import per hit
-
+        k = _walk._kernels or _walk.kernels()
+        # hits come after a store: the kernels are at hand, no import per hit
+        self._copy_words, self._scatter_words = k.copy_words, k.scatter_words
         n = int(np.count_nonzero(out))
         if n * 2 > out.shape[0]:
             dense = out.copy()
-            entry = StoredMask(None, dense, dense.nbytes + 200,
-                               (ROW_DENSE, dense.shape[0], 0, dense.ctypes.data))
+            entry = StoredMask(None, dense, dense.nbytes + 200)
         else:
             idx = np.empty(n, np.int32)
             words = np.empty(n, np.uint32)
-            nonzero_words(out, idx, words)
-            entry = StoredMask(idx, words, idx.nbytes * 2 + 200,
-                               (ROW_SPARSE, n, idx.ctypes.data, words.ctypes.data))
+            k.nonzero_words(out, idx, words)
+            entry = StoredMask(idx, words, idx.nbytes * 2 + 200)
         old = self._masks.pop(key, None)
         if old is not None:
             self._mask_bytes -= old.size
@@ -199,18 +199,33 @@ def _no_kernel(*_args: Any) -> int:  # pragma: no cover - replaced by the first 
     raise AssertionError("a mask hit before any mask was stored")
 
 
-class StoredMask(NamedTuple):
+class StoredMask:
     """A mask of the cache: ``idx`` None for a dense copy (``words`` is the whole mask),
     else the indices and values of its non-zero words; ``size`` is what the entry counts
-    against the cache limit. ``spec`` is the entry as the batch kernel
-    (``_kernels.fill_rows``) reads it: ``(kind, count, idx address, words address)``; the
-    kernel reads the arrays only while its caller holds this entry. The arrays are never
-    written after the entry is made."""
+    against the cache limit. The arrays are never written after the entry is made."""
 
-    idx: NDArray[np.int32] | None
-    words: NDArray[np.uint32]
-    size: int
-    spec: tuple[int, int, int, int]
+    __slots__ = ("idx", "words", "size", "_spec")
+
+    def __init__(self, idx: NDArray[np.int32] | None, words: NDArray[np.uint32],
+                 size: int) -> None:
+        self.idx, self.words, self.size = idx, words, size
+        self._spec: tuple[int, int, int, int] | None = None
+
+    def spec(self) -> tuple[int, int, int, int]:
+        """The entry as the batch kernel (``_kernels.fill_rows``) reads it: ``(kind,
+        count, idx address, words address)``; the kernel reads the arrays only while its
+        caller holds this entry. Made at the first call (a single-row mask never pays
+        for the addresses), then kept."""
+        spec = self._spec
+        if spec is None:
+            k = _walk._kernels or _walk.kernels()
+            if self.idx is None:
+                spec = (k.ROW_DENSE, self.words.shape[0], 0, int(k.address_of(self.words)))
+            else:
+                spec = (k.ROW_SPARSE, self.idx.shape[0], int(k.address_of(self.idx)),
+                        int(k.address_of(self.words)))
+            self._spec = spec
+        return spec
 
 
 class _Key:
@@ -281,9 +296,9 @@ def _as_grammar(constraint: Any) -> Grammar:
     if isinstance(constraint, CompiledConstraint):
         return constraint.grammar
     if isinstance(constraint, Mapping) or isinstance(constraint, bool):
-        return Grammar.from_json_schema(constraint)  # type: ignore[attr-defined,no-any-return]
+        return Grammar.from_json_schema(constraint)
     if isinstance(constraint, list) and all(isinstance(c, str) for c in constraint):
-        return Grammar.from_choices(constraint)  # type: ignore[attr-defined,no-any-return]
+        return Grammar.from_choices(constraint)
     raise ConstraintError(
         f"cannot compile a {type(constraint).__name__}: expected a Grammar, a JSON Schema dict "
         "or a list of choice strings"

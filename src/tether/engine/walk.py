@@ -18,6 +18,7 @@ still on the kernel's stacks.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,21 @@ from tether.regex.ast import INF as REPEAT_INF
 from tether.tokens.trie import TokenTrie
 
 
+_kernels: ModuleType | None = None
+
+
+def kernels() -> ModuleType:
+    """The module of numba kernels (``engine._kernels``), imported at the first call, so
+    numba loads when a mask is first needed; callers on a hot path read the global
+    ``_kernels`` first (``_kernels or kernels()``: no import statement per call)."""
+    global _kernels
+    if _kernels is None:
+        from tether.engine import _kernels as k
+
+        _kernels = k
+    return _kernels
+
+
 class Walk:
     """One trie walk in progress: the kernel's stacks and where it stopped.
 
@@ -71,15 +87,14 @@ class Walk:
 
     def advance(self) -> bool:
         """Run the kernel from ``p`` (the tables must be ``sync``-ed); True when done."""
-        from tether.engine._kernels import walk_lexemes, walk_lexemes_lazy
-
+        k = _kernels or kernels()
         t, st = self.trie, self.steps
         if st.lazy:
-            self.p = walk_lexemes_lazy(t.byte, t.depth, t.token, t.end, self.dup_next, st.table,
+            self.p = k.walk_lexemes_lazy(t.byte, t.depth, t.token, t.end, self.dup_next, st.table,
                                        st.accid, st.lazyf, st.trans, st.nstart, self.lstack,
                                        self.pstack, self.mask, self.p, self.hi)
         else:
-            self.p = walk_lexemes(t.byte, t.depth, t.token, t.end, self.dup_next, st.table,
+            self.p = k.walk_lexemes(t.byte, t.depth, t.token, t.end, self.dup_next, st.table,
                                   st.accid, st.trans, st.nstart, self.lstack, self.pstack,
                                   self.mask, self.p, self.hi)
         return self.p < 0
@@ -92,12 +107,31 @@ class Walk:
         self.steps.step(int(self.lstack[d - 1]), int(self.pstack[d - 1]), int(self.trie.byte[p]))
 
     def run(self) -> int:
-        """Walk to the end on this thread; returns the entries Python filled."""
+        """Walk to the end on this thread; returns the entries Python filled.
+
+        ``advance`` and ``fill`` in one loop over locals (a single-row mask not cached
+        runs here: no attribute or import per round)."""
+        k = _kernels or kernels()
+        walk_lexemes, walk_lexemes_lazy = k.walk_lexemes, k.walk_lexemes_lazy
+        t, st = self.trie, self.steps
+        byte, depth, token, end, dup_next = t.byte, t.depth, t.token, t.end, self.dup_next
+        lstack, pstack, mask, hi = self.lstack, self.pstack, self.mask, self.hi
+        p = self.p
         while True:
-            self.steps.sync()
-            if self.advance():
+            st.sync()  # a step may have grown the tables: read them again each round
+            if st.lazy:
+                p = walk_lexemes_lazy(byte, depth, token, end, dup_next, st.table, st.accid,
+                                      st.lazyf, st.trans, st.nstart, lstack, pstack, mask,
+                                      p, hi)
+            else:
+                p = walk_lexemes(byte, depth, token, end, dup_next, st.table, st.accid,
+                                 st.trans, st.nstart, lstack, pstack, mask, p, hi)
+            self.p = p
+            if p < 0:
                 return self.misses
-            self.fill()
+            self.misses += 1
+            d = int(depth[p])
+            st.step(int(lstack[d - 1]), int(pstack[d - 1]), int(byte[p]))
 
 
 def walk_trie(trie: TokenTrie, lo: int, hi: int, dup_next: NDArray[np.int32],
