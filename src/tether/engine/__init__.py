@@ -25,7 +25,6 @@ def warmup() -> None:
         nonzero_words,
         scatter_words,
         walk_lexemes,
-        walk_lexemes_lazy,
         write_stored,
     )
 
@@ -35,8 +34,8 @@ def warmup() -> None:
     trie = (np.zeros(2, np.uint8), np.array([0, 1], i32), np.full(2, -1, i32),
             np.full(2, 2, i32), np.full(1, -1, i32))
     rest = (np.zeros(2, i32), np.zeros(2, i32), np.zeros(1, np.uint32), 1, 2)
-    walk_lexemes(*trie, t, one, t, one, *rest)
-    walk_lexemes_lazy(*trie, t, one, one, t, one, *rest)
+    walk_lexemes(*trie, t, one, None, t, one, *rest)  # no lazy terminals
+    walk_lexemes(*trie, t, one, one, t, one, *rest)  # lazy terminals
     nonzero_words(np.zeros(1, np.uint32), np.zeros(1, i32), np.zeros(1, np.uint32))
     fill_rows(np.zeros((1, 1), np.uint32), np.zeros((1, 5), np.int64), 0, 0)
     write_stored(np.zeros(1, np.uint32), 0, 0, 0, 0)

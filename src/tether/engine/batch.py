@@ -33,11 +33,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.errors import ConstraintError
+from tether.engine import walk as _walk
+from tether.engine.matcher import Matcher
+from tether.errors import ConstraintError, TetherError
+from tether.limits import check
 
 if TYPE_CHECKING:
     from tether.engine.compiled import StoredMask
-    from tether.engine.matcher import Matcher
     from tether.engine.walk import Walk
 
 MAX_THREADS = 64
@@ -119,12 +121,12 @@ def compute_masks(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], *,
 
 def _fill(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], target: Sequence[int],
           threads: int) -> None:
-    from tether.engine._kernels import ROW_ZERO, fill_rows
-
+    kernels = _walk._kernels or _walk.kernels()
+    fill_rows = kernels.fill_rows
     held: list[StoredMask] = []  # keeps every stored array the kernel reads alive
     spec: list[int] = []  # per kernel row: out2d row, kind, count, idx address, words address
     misses: list[int] = []
-    zero = (ROW_ZERO, 0, 0, 0)
+    zero = (kernels.ROW_ZERO, 0, 0, 0)
     for j in range(len(target)):
         m = matchers[j]
         key = m.mask_key()
@@ -219,8 +221,6 @@ def _fill_misses(matchers: Sequence[Matcher], out2d: NDArray[np.uint32], target:
     entry each one stopped at (the Python slow path). Done walks are finished (EOS,
     cache) in row order. A row whose key an earlier row of the batch computes is written
     afterwards from the cache, as in the row-by-row loop."""
-    from tether.errors import TetherError
-
     jobs: list[tuple[Matcher, Walk]] = []
     first: dict[tuple[int, tuple[int, int, bool] | None], int] = {}
     later: list[int] = []
@@ -283,9 +283,6 @@ def _advance(walks: list[Walk], threads: int) -> None:
 
 
 def _check_matchers(matchers: Any) -> int:
-    from tether.engine.matcher import Matcher
-    from tether.limits import check
-
     if not isinstance(matchers, Sequence) or isinstance(matchers, str | bytes):
         raise ConstraintError(f"matchers must be a list of Matcher; got {type(matchers).__name__}")
     n = len(matchers)

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tether.engine import walk as _walk
+from tether.engine.matcher import Matcher
 from tether.engine.slices import DEFAULT_BUCKETS, VocabIndex, vocab_index
 from tether.engine.tables import StepTables
 from tether.engine.walk import Walk, start_walk
@@ -37,7 +38,7 @@ from tether.limits import check_deadline, deadline
 from tether.tokens.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
-    from tether.engine.matcher import Matcher
+    from tether.engine.completion import Completer
 
 _COMPILED: OrderedDict[Any, CompiledConstraint] = OrderedDict()
 _COMPILED_LIMIT = 64
@@ -52,6 +53,8 @@ class CompiledConstraint:
         tables: the parser layer's ``ParserTables``.
         stats: counters (``mask_hits``, ``mask_misses``, ``slow_steps``).
         lock: held (re-entrant) by whatever fills or walks the tables.
+        completer: the lookahead's per-constraint costs (``completion.Completer``), made
+            by its first use.
     """
 
     def __init__(self, grammar: Grammar, vocabulary: Vocabulary, *, slices: bool = True,
@@ -87,12 +90,11 @@ class CompiledConstraint:
         self._depth_cache: dict[int, int] = {}
         self.stats = {"mask_hits": 0, "mask_misses": 0, "slow_steps": 0}
         self.lock = threading.RLock()
+        self.completer: Completer | None = None  # lookahead costs, made at first use
 
     # ---- public ---------------------------------------------------------------------------
     def matcher(self) -> Matcher:
         """A fresh decoding state at the start of the output."""
-        from tether.engine.matcher import Matcher
-
         return Matcher(self)
 
     def new_parser(self) -> Any:

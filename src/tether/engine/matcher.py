@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.engine import completion
 from tether.engine.tables import DEAD
 from tether.errors import ConstraintError, TetherError, limited
 from tether.tokens.bitmask import check_mask
@@ -283,36 +284,28 @@ class Matcher:
         """Bytes that may come next (not counting EOS). Cost: 256 table steps."""
         if self._eos:
             return []
-        from tether.engine.completion import allowed_bytes_at
-
         with self.cc.lock:
-            return allowed_bytes_at(self.cc.steps, self._ls, self._node, self._parser_at_node)
+            return completion.allowed_bytes_at(self.cc.steps, self._ls, self._node, self._parser_at_node)
 
     def forced_bytes(self) -> bytes:
         """The bytes every valid continuation starts with (empty if there is a choice,
         including the choice to stop here). Does not change the state."""
-        from tether.engine.completion import forced_bytes
-
         with self.cc.lock:
-            return forced_bytes(self)
+            return completion.forced_bytes(self)
 
     def fast_forward(self) -> list[int]:
         """Tokens forced from here (canonical tokenization of ``forced_bytes()``, minus a last
         token that a longer token could extend). Does not consume them."""
-        from tether.engine.completion import forced_tokens
-
         with self.cc.lock:
-            return forced_tokens(self)
+            return completion.forced_tokens(self)
 
     def shortest_completion(self, max_states: int = 20000) -> bytes:
         """A shortest byte string that makes the output complete (b"" if it already is).
 
         Raises ConstraintError if none is found within ``max_states`` explored states.
         """
-        from tether.engine.completion import shortest_completion
-
         with self.cc.lock:
-            return shortest_completion(self, max_states)
+            return completion.shortest_completion(self, max_states)
 
     def __repr__(self) -> str:
         return (f"Matcher(tokens={len(self._hist)}, bytes={self._out_len}, node={self._node}, "

@@ -50,7 +50,6 @@ from tether.regex.ast import (
 from tether.regex.ast import INF as REPEAT_INF
 from tether.tokens.trie import TokenTrie
 
-
 _kernels: ModuleType | None = None
 
 
@@ -87,16 +86,11 @@ class Walk:
 
     def advance(self) -> bool:
         """Run the kernel from ``p`` (the tables must be ``sync``-ed); True when done."""
-        k = _kernels or kernels()
         t, st = self.trie, self.steps
-        if st.lazy:
-            self.p = k.walk_lexemes_lazy(t.byte, t.depth, t.token, t.end, self.dup_next, st.table,
-                                       st.accid, st.lazyf, st.trans, st.nstart, self.lstack,
-                                       self.pstack, self.mask, self.p, self.hi)
-        else:
-            self.p = k.walk_lexemes(t.byte, t.depth, t.token, t.end, self.dup_next, st.table,
-                                  st.accid, st.trans, st.nstart, self.lstack, self.pstack,
-                                  self.mask, self.p, self.hi)
+        self.p = (_kernels or kernels()).walk_lexemes(
+            t.byte, t.depth, t.token, t.end, self.dup_next, st.table, st.accid,
+            st.lazyf if st.lazy else None, st.trans, st.nstart, self.lstack, self.pstack,
+            self.mask, self.p, self.hi)
         return self.p < 0
 
     def fill(self) -> None:
@@ -111,21 +105,16 @@ class Walk:
 
         ``advance`` and ``fill`` in one loop over locals (a single-row mask not cached
         runs here: no attribute or import per round)."""
-        k = _kernels or kernels()
-        walk_lexemes, walk_lexemes_lazy = k.walk_lexemes, k.walk_lexemes_lazy
+        walk_lexemes = (_kernels or kernels()).walk_lexemes
         t, st = self.trie, self.steps
         byte, depth, token, end, dup_next = t.byte, t.depth, t.token, t.end, self.dup_next
         lstack, pstack, mask, hi = self.lstack, self.pstack, self.mask, self.hi
         p = self.p
         while True:
             st.sync()  # a step may have grown the tables: read them again each round
-            if st.lazy:
-                p = walk_lexemes_lazy(byte, depth, token, end, dup_next, st.table, st.accid,
-                                      st.lazyf, st.trans, st.nstart, lstack, pstack, mask,
-                                      p, hi)
-            else:
-                p = walk_lexemes(byte, depth, token, end, dup_next, st.table, st.accid,
-                                 st.trans, st.nstart, lstack, pstack, mask, p, hi)
+            p = walk_lexemes(byte, depth, token, end, dup_next, st.table, st.accid,
+                             st.lazyf if st.lazy else None, st.trans, st.nstart, lstack,
+                             pstack, mask, p, hi)
             self.p = p
             if p < 0:
                 return self.misses
