@@ -23,6 +23,8 @@ Compile time raises; decode time does not: ``Matcher.consume`` returns ``False``
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TetherError(Exception):
     """Root of every error tether raises on purpose."""
@@ -220,8 +222,9 @@ class MissingDependencyError(TetherError, ImportError):
         super().__init__(f"{what} is not installed\n→ pip install 'tether[{extra}]'")
 
 
-def require(module: str, extra: str):  # type: ignore[no-untyped-def]
-    """Import ``module`` or raise MissingDependencyError naming ``extra``."""
+def require(module: str, extra: str) -> Any:
+    """Import ``module`` or raise MissingDependencyError naming ``extra``. The module is
+    returned as Any: its callers read attributes of a library chosen at run time."""
     import importlib
 
     try:

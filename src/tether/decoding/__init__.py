@@ -2,33 +2,29 @@
 
 Code map, in reading order: ``decoders.py`` (the decoder values) → ``sampling.py``
 (choosing among allowed logits) → ``guide.py`` (matcher + healing per sequence) →
-``logits.py`` (scores of allowed tokens; selective logits) → ``branch.py`` (one sequence,
-the step pieces loop and beam share) → ``loop.py`` (`decode`) →
+``logits.py`` (scores of allowed tokens; selective logits) → ``options.py`` (the keyword
+options of every entry point, checked once) → ``branch.py`` (one sequence, the step pieces
+loop and beam share) → ``loop.py`` (`decode`) →
 ``beam.py`` → ``healing.py`` → ``scoring.py`` (`score_continuations`).
 """
 
 from tether.decoding.beam import beam_search
-from tether.decoding.decoders import (
-    Argmax,
-    ArgumentError,
-    Beam,
-    BestOf,
-    Decoder,
-    Sample,
-    make_decoder,
-)
+from tether.decoding.decoders import Argmax, Beam, BestOf, Decoder, Sample, make_decoder
 from tether.decoding.guide import Guide, allowed_ids
 from tether.decoding.healing import plan_healing
 from tether.decoding.loop import Decoded, decode, decode_iter
+from tether.decoding.options import DecodeOptions
 from tether.decoding.scoring import score_continuations
 from tether.decoding.stops import StopScanner
 from tether.decoding.tokenize import greedy_tokens, tokens_for_bytes
+from tether.errors import ArgumentError
 
 __all__ = [
     "ArgumentError",
     "Argmax",
     "Beam",
     "BestOf",
+    "DecodeOptions",
     "Decoded",
     "Decoder",
     "Guide",

@@ -34,23 +34,15 @@ the budget when needed, then its forced tokens) and `settle` (forced tokens, bud
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
-from tether.decoding.branch import (
-    CLOSE_SLACK,
-    Branch,
-    Decoded,
-    check_decode_args,
-    close_branch,
-    completion_tokens,
-    region_end,
-    step_scores,
-)
-from tether.decoding.decoders import Beam, check_bool, check_int
+from tether.decoding.branch import Branch, Decoded, close_branch, must_close, step_scores
+from tether.decoding.decoders import Beam
 from tether.decoding.guide import Guide
 from tether.decoding.lazy import best_accepted
+from tether.decoding.options import DecodeOptions, Settings, settings
 from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
 
@@ -60,9 +52,10 @@ def fork(b: Branch) -> Branch:
     return b.fork()
 
 
-def settle(model: Any, b: Branch, *, max_tokens: int, fast_forward: bool = True) -> bool:
+def settle(model: Any, b: Branch, s: Settings) -> bool:
     """Append the forced tokens (fast-forward) and apply the budget; True if ``b`` finished."""
-    if fast_forward and b.finish is None:
+    max_tokens = s.max_tokens
+    if s.fast_forward and b.finish is None:
         for t in b.guide.fast_forward():
             if len(b.tokens) >= max_tokens:
                 break
@@ -72,23 +65,6 @@ def settle(model: Any, b: Branch, *, max_tokens: int, fast_forward: bool = True)
     if b.finish is None and len(b.tokens) >= max_tokens:
         b.finish = "length"  # (closing happened before the budget, when it was needed)
     return b.finish is not None
-
-
-def must_close(model: Any, c: Branch, *, max_tokens: int, close_on_budget: bool = True, reserve: int = 0,
-               triggers: Sequence[bytes] = ()) -> bool:
-    """``c``'s shortest completion no longer fits the budget (measured only near it); in a
-    free region (``triggers``) ``reserve`` more tokens are kept."""
-    if not close_on_budget or c.finish is not None or c.guide.free:
-        return False
-    remaining = max_tokens - len(c.tokens)
-    if c.closing_len >= 0 and remaining > c.closing_len + CLOSE_SLACK + reserve:
-        return False
-    toks = completion_tokens(model, c.guide)
-    if toks is None:
-        return False
-    c.closing_len = len(toks)
-    kept = reserve if reserve and region_end(c.guide, triggers) >= 0 else 0  # still in the free region
-    return len(toks) + kept > remaining
 
 
 def score_beams(model: Any, live: Sequence[Branch], *, selective: bool = True,
@@ -117,54 +93,32 @@ def candidates(b: Branch, ids: Any, lp: Any, k: int, *, stop_outside: bool = Tru
     return [(b.logprob + float(lp[j]), int(ids[j]) if ids is not None else int(j)) for j in top]
 
 
-def extend(model: Any, parent: Branch, score: float, token: int, *, max_tokens: int, fast_forward: bool = True,
-           close_on_budget: bool = True, reserve: int = 0, triggers: Sequence[bytes] = ()) -> Branch:
+def extend(model: Any, parent: Branch, score: float, token: int, s: Settings) -> Branch:
     """A new beam: ``parent`` with ``token`` (scored ``score``) and then its forced tokens.
     When the token would leave no room to finish, ``parent`` is closed instead (in a free
     region: up to the end of the trigger, and the beam goes on)."""
     c = fork(parent)
     c.logprob = score
     c.push(model.vocabulary, token, False)
-    if must_close(model, c, max_tokens=max_tokens, close_on_budget=close_on_budget, reserve=reserve,
-                  triggers=triggers):
+    if must_close(model, c, s):
         c = fork(parent)
-        close_branch(model, c, max_tokens, triggers)
-    settle(model, c, max_tokens=max_tokens, fast_forward=fast_forward)
+        close_branch(model, c, s.max_tokens, s.triggers)
+    settle(model, c, s)
     return c
 
 
-def beam_search(
-    model: Any,
-    prompt_tokens: Sequence[int],
-    matcher: Any | None,
-    decoder: Beam,
-    *,
-    max_tokens: int = 256,
-    stop: Sequence[str | bytes] = (),
-    heal: bytes = b"",
-    fast_forward: bool = True,
-    close_on_budget: bool = False,
-    selective: bool = True,
-    close_at: Sequence[str | bytes] = (),
-    reserve: int = 0,
-    stop_outside: bool = True,
-) -> list[Decoded]:
-    """Return up to ``decoder.n`` distinct sequences sorted by score (best first).
-    ``close_at``/``reserve``/``stop_outside``: as `tether.decoding.loop.decode`."""
-    check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
-    check_int("reserve", reserve, minimum=0)
-    check_bool("stop_outside", stop_outside)
-    triggers = [t.encode() if isinstance(t, str) else bytes(t) for t in close_at]
+def beam_search(model: Any, prompt_tokens: Sequence[int], matcher: Any | None, decoder: Beam,
+                **options: Unpack[DecodeOptions]) -> list[Decoded]:
+    """Return up to ``decoder.n`` distinct sequences sorted by score (best first). The
+    keyword options: as `tether.decoding.loop.decode`."""
+    s = settings(model, prompt_tokens, decoder, options)
     vocab = model.vocabulary
     width = decoder.beam_width
     model.costs.generate_calls += 1
     model.costs.prompt_tokens += len(prompt_tokens)
     origin = matcher.copy() if matcher is not None else None
-    live = [Branch(list(prompt_tokens), Guide(matcher, vocab, heal), StopScanner(stop), None, origin)]
+    live = [Branch(list(prompt_tokens), Guide(matcher, vocab, s.heal), StopScanner(s.stop), None, origin)]
     finished: dict[bytes, Branch] = {}
-
-    opts = dict(max_tokens=max_tokens, fast_forward=fast_forward, close_on_budget=close_on_budget,
-                reserve=reserve, triggers=triggers)
 
     def add_finished(b: Branch) -> None:
         if b.finish == "error":
@@ -181,14 +135,14 @@ def beam_search(
         return sorted(done, reverse=True)[decoder.n - 1]
 
     for b in live:
-        if settle(model, b, max_tokens=max_tokens, fast_forward=fast_forward):
+        if settle(model, b, s):
             add_finished(b)
     live = [b for b in live if b.finish is None]
     generated = 0
     while live:
         if max(b.logprob for b in live) <= nth_best():
             break
-        scored = score_beams(model, live, selective=selective, stop_outside=stop_outside)
+        scored = score_beams(model, live, selective=s.selective, stop_outside=s.stop_outside)
         for b in live:
             if b.finish is not None:  # the context window is full
                 add_finished(b)
@@ -198,7 +152,7 @@ def beam_search(
             # more than ``width`` candidates per beam: extensions that merge with others
             # (same text by another tokenization) do not take a slot
             cands += [(score, bi, token) for score, token in candidates(b, ids, lp, 4 * width + 4,
-                                                                         stop_outside=stop_outside)]
+                                                                         stop_outside=s.stop_outside)]
         cands.sort(key=lambda c: (-c[0], c[1], c[2]))
         new_live: list[Branch] = []
         seen: set[bytes] = set()
@@ -206,7 +160,7 @@ def beam_search(
         for score, bi, token in cands:
             if taken >= width:
                 break
-            c = extend(model, live[bi], score, token, **opts)  # type: ignore[arg-type]
+            c = extend(model, live[bi], score, token, s)
             generated += 1
             if c.finish is not None:  # a finished beam takes a slot only when its text is new
                 key = bytes(c.scanner.text)

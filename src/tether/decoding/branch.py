@@ -1,8 +1,7 @@
 """One sequence being decoded (`Branch`, its result `Decoded`) and the per-step pieces the
-decode loop (`loop.py`) and beam search (`beam.py`) share: budget closing
-(`close_branch`, `region_end`, `completion_tokens`), scores with the context-window
-check (`scores_or_length`), ``stop_outside`` (`eos_position`, `end_with_outside`), and
-the argument checks every entry point makes (`check_decode_args`).
+decode loop (`loop.py`) and beam search (`beam.py`) share: budget closing (when:
+`near_budget`, `completion_overflows`, `must_close`; how: `close_branch`), scores with the context-window
+check (`scores_or_length`), ``stop_outside`` (`eos_position`, `end_with_outside`).
 """
 
 from __future__ import annotations
@@ -13,18 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from tether.decoding.decoders import (
-    Argmax,
-    ArgumentError,
-    Beam,
-    BestOf,
-    Decoder,
-    Sample,
-    check_int,
-    check_limits,
-)
 from tether.decoding.guide import Guide
-from tether.decoding.logits import batch_scores, check_prompt_fits, scores
+from tether.decoding.logits import batch_scores, scores
+from tether.decoding.options import Settings
 from tether.decoding.stops import StopScanner
 from tether.decoding.tokenize import tokens_for_bytes
 from tether.errors import ContextLengthError
@@ -152,6 +142,32 @@ def completion_tokens(model: Any, guide: Guide) -> list[int] | None:
         return None
 
 
+def near_budget(b: Branch, left: int, s: Settings) -> bool:
+    """Budget closing applies to ``b`` (``left`` tokens left after its next one) and its
+    shortest completion was last measured within `CLOSE_SLACK` of that, or never: it must
+    be measured again (`completion_overflows`)."""
+    return s.close_on_budget and not b.guide.free and (
+        b.closing_len < 0 or left <= b.closing_len + CLOSE_SLACK + s.reserve)
+
+
+def completion_overflows(model: Any, b: Branch, guide: Guide, left: int, s: Settings) -> bool:
+    """The shortest completion of ``guide`` (``b``'s guide after its next token) does not
+    fit in ``left`` tokens (in a free region, `region_end`, ``s.reserve`` more are kept);
+    its length is recorded in ``b.closing_len``."""
+    toks = completion_tokens(model, guide)
+    if toks is None:
+        return False
+    b.closing_len = len(toks)
+    kept = s.reserve if s.reserve and region_end(guide, s.triggers) >= 0 else 0  # still in the free region
+    return len(toks) + kept > left
+
+
+def must_close(model: Any, b: Branch, s: Settings) -> bool:
+    """``b``'s shortest completion no longer fits the budget (measured only near it)."""
+    left = s.max_tokens - len(b.tokens)
+    return b.finish is None and near_budget(b, left, s) and completion_overflows(model, b, b.guide, left, s)
+
+
 def region_end(guide: Guide, close_at: Sequence[bytes]) -> int:
     """Where the first trigger of ``close_at`` ends in the shortest completion (the free
     region still open); -1 when none is in it, or the engine finds no completion."""
@@ -266,15 +282,3 @@ def step_scores(
                 pairs[i] = (b, ending[id(b)])
                 vals[i] = end_with_outside(vocab, vals[i], ending[id(b)])
     return pairs, vals
-
-
-def check_decode_args(model: Any, prompt_tokens: Sequence[int], decoder: Decoder, max_tokens: int,
-                      stop: Sequence[str | bytes]) -> None:
-    """The checks every decoding entry point makes before the first model call."""
-    if not isinstance(decoder, Argmax | Sample | Beam | BestOf):
-        raise ArgumentError("decoder", decoder, "an Argmax, Sample, Beam or BestOf")
-    check_limits(decoder)
-    check_int("max_tokens", max_tokens, minimum=0, limit="max_tokens")
-    if isinstance(stop, str | bytes) or not all(isinstance(s, str | bytes) and s for s in stop):
-        raise ArgumentError("stop", stop, "a list of non-empty strings")
-    check_prompt_fits(model, prompt_tokens)

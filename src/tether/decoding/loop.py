@@ -43,41 +43,29 @@ the sequence ends with ``finish_reason="length"``; a prompt that does not fit ra
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
 from tether.decoding.beam import beam_search
 from tether.decoding.branch import (
-    CLOSE_SLACK,
     Branch,
     Decoded,
-    check_decode_args,
     close_branch,
-    completion_tokens,
-    end_with_outside,
-    region_end,
-    scores_or_length,
+    completion_overflows,
+    near_budget,
     step_scores,
 )
-from tether.decoding.decoders import (
-    Argmax,
-    ArgumentError,
-    Beam,
-    BestOf,
-    Decoder,
-    Sample,
-    check_bool,
-    check_int,
-)
+from tether.decoding.decoders import Argmax, Beam, BestOf, Decoder, Sample
 from tether.decoding.guide import Guide
 from tether.decoding.lazy import choose
 from tether.decoding.logits import check_prompt_fits
+from tether.decoding.options import DecodeOptions, Settings, settings
 from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
+from tether.errors import ArgumentError
 
-__all__ = ["CLOSE_SLACK", "Decoded", "check_decode_args", "decode", "decode_iter", "end_with_outside",
-           "scores_or_length"]
+__all__ = ["Decoded", "decode", "decode_iter", "open_branch", "step_branches"]
 
 
 def _sample_settings(decoder: Decoder) -> tuple[Sample | None, int]:
@@ -90,29 +78,16 @@ def _sample_settings(decoder: Decoder) -> tuple[Sample | None, int]:
     raise ArgumentError("decoder", decoder, "an Argmax, Sample or BestOf (beam_search runs Beam)")
 
 
-
-def _step(
-    model: Any,
-    live: list[Branch],
-    sampler: Sample | None,
-    *,
-    max_tokens: int,
-    fast_forward: bool,
-    close_on_budget: bool,
-    selective: bool,
-    close_at: Sequence[bytes] = (),
-    reserve: int = 0,
-    stop_outside: bool = False,
-) -> None:
-    vocab = model.vocabulary
+def _step(model: Any, live: list[Branch], sampler: Sample | None, s: Settings) -> None:
+    vocab, max_tokens = model.vocabulary, s.max_tokens
     # 1. forced tokens, no model call
-    if fast_forward:
+    if s.fast_forward:
         for b in live:
             forced = b.guide.fast_forward()
             for t in forced:
                 if len(b.tokens) >= max_tokens:
-                    if close_on_budget:
-                        close_branch(model, b, max_tokens, close_at)
+                    if s.close_on_budget:
+                        close_branch(model, b, max_tokens, s.triggers)
                     else:
                         b.finish = "length"
                     break
@@ -133,43 +108,29 @@ def _step(
     pairs = [(b, ids) for b, ids in zip(live, ids_list, strict=True) if b.finish is None]
     if not pairs:
         return
-    pairs, vals = step_scores(model, pairs, selective=selective, stop_outside=stop_outside)
+    pairs, vals = step_scores(model, pairs, selective=s.selective, stop_outside=s.stop_outside)
     # 4. choice
     for (b, ids), v in zip(pairs, vals, strict=True):
-        k = choose(b.guide, ids, v, sampler, b.rng, stop_outside=stop_outside)  # (lazy matchers: tested in order)
+        k = choose(b.guide, ids, v, sampler, b.rng, stop_outside=s.stop_outside)  # (lazy matchers: tested in order)
         if k < 0:
             b.finish, b.error = "error", "the constraint allows no token here"
             continue
         token = int(ids[k]) if ids is not None else k
-        remaining = max_tokens - len(b.tokens)
-        if close_on_budget and not b.guide.free and (
-            b.closing_len < 0 or remaining - 1 <= b.closing_len + CLOSE_SLACK + reserve
-        ):
-            g2 = b.guide.copy()
-            ok = g2.consume(token) and token not in vocab.eos_ids
-            after = completion_tokens(model, g2) if ok else []
-            if after is not None:
-                b.closing_len = len(after)
-            kept = reserve if ok and reserve and region_end(g2, close_at) >= 0 else 0
-            if after is not None and len(after) + kept > remaining - 1:
-                close_branch(model, b, max_tokens, close_at)
+        left = max_tokens - len(b.tokens) - 1  # after this token
+        if near_budget(b, left, s):
+            after = b.guide.copy()
+            if after.consume(token) and token not in vocab.eos_ids and completion_overflows(model, b, after, left, s):
+                close_branch(model, b, max_tokens, s.triggers)
                 continue  # closed (or, in a free region, closed up to the trigger: choose again)
         b.logprob += float(log_softmax(v)[k])
         b.push(vocab, token, False)
 
 
-
-def _start(
-    model: Any,
-    prompt_tokens: Sequence[int],
-    matcher: Any | None,
-    decoder: Decoder,
-    stop: Sequence[str | bytes],
-    heal: bytes,
-) -> tuple[list[Branch], Sample | None]:
+def _start(model: Any, prompt_tokens: Sequence[int], matcher: Any | None, decoder: Decoder,
+           s: Settings) -> tuple[list[Branch], Sample | None]:
     sampler, n = _sample_settings(decoder)
     seed = sampler.seed if sampler is not None else None
-    base = Guide(matcher, model.vocabulary, heal)
+    base = Guide(matcher, model.vocabulary, s.heal)
     origin = matcher.copy() if matcher is not None else None
     branches = []
     for i in range(n):
@@ -177,93 +138,51 @@ def _start(
         if sampler is not None:
             rng = np.random.default_rng([seed, i]) if seed is not None else np.random.default_rng()
         guide = base if i == n - 1 else base.copy()
-        branches.append(Branch(list(prompt_tokens), guide, StopScanner(stop), rng, origin))
+        branches.append(Branch(list(prompt_tokens), guide, StopScanner(s.stop), rng, origin))
     model.costs.generate_calls += 1
     model.costs.prompt_tokens += len(prompt_tokens) * n
     return branches, sampler
 
 
-def decode_iter(
-    model: Any,
-    prompt_tokens: Sequence[int],
-    matcher: Any | None = None,
-    decoder: Decoder | None = None,
-    *,
-    max_tokens: int = 256,
-    stop: Sequence[str | bytes] = (),
-    heal: bytes = b"",
-    fast_forward: bool = True,
-    close_on_budget: bool = False,
-    selective: bool = True,
-    close_at: Sequence[str | bytes] = (),
-    reserve: int = 0,
-    stop_outside: bool = True,
-) -> Iterator[list[Decoded]]:
+def decode_iter(model: Any, prompt_tokens: Sequence[int], matcher: Any | None = None, decoder: Decoder | None = None,
+                **options: Unpack[DecodeOptions]) -> Iterator[list[Decoded]]:
     """Like `decode`, yielding the current state of every sequence after each step."""
     decoder = decoder if decoder is not None else Argmax()
-    check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
-    branches, sampler = _start(model, prompt_tokens, matcher, decoder, stop, heal)
-    triggers = [t.encode() if isinstance(t, str) else bytes(t) for t in close_at]
-    check_int("reserve", reserve, minimum=0)
-    check_bool("stop_outside", stop_outside)
+    s = settings(model, prompt_tokens, decoder, options)
+    branches, sampler = _start(model, prompt_tokens, matcher, decoder, s)
     counted = 0
     while True:
         live = [b for b in branches if b.finish is None]
         if not live:
             break
-        _step(
-            model, live, sampler, max_tokens=max_tokens, fast_forward=fast_forward,
-            close_on_budget=close_on_budget, selective=selective, close_at=triggers, reserve=reserve,
-            stop_outside=stop_outside,
-        )
+        _step(model, live, sampler, s)
         total = sum(len(b.tokens) for b in branches)
         model.costs.generated_tokens += total - counted
         counted = total
         yield [b.result() for b in branches]
 
 
-def decode(
-    model: Any,
-    prompt_tokens: Sequence[int],
-    matcher: Any | None = None,
-    decoder: Decoder | None = None,
-    *,
-    max_tokens: int = 256,
-    stop: Sequence[str | bytes] = (),
-    heal: bytes = b"",
-    fast_forward: bool = True,
-    close_on_budget: bool = False,
-    selective: bool = True,
-    close_at: Sequence[str | bytes] = (),
-    reserve: int = 0,
-    stop_outside: bool = True,
-) -> list[Decoded]:
+def decode(model: Any, prompt_tokens: Sequence[int], matcher: Any | None = None, decoder: Decoder | None = None,
+           **options: Unpack[DecodeOptions]) -> list[Decoded]:
     """Decode after ``prompt_tokens`` under ``matcher`` (None = free text).
 
     Returns one `Decoded` per sequence: 1 for Argmax, ``n`` for Sample (in sample
     order), ``n`` for BestOf sorted by log-probability (best first), up to ``n`` for
-    Beam (`beam_search`: distinct texts, best score first). ``heal`` is the text
-    token healing removed from the end of the prompt (see `plan_healing`); the output
-    must start by re-generating it and it is not part of ``text``. Each sequence owns a
-    copy of ``matcher`` (the one passed in is used by the last sequence). ``close_at`` and
-    ``reserve``: budget closing of free regions; ``stop_outside``: what the constraint
-    forbids counts as EOS where the output is complete (see the module docstring; Beam
-    takes both too).
+    Beam (`beam_search`: distinct texts, best score first). Each sequence owns a copy of
+    ``matcher`` (the one passed in is used by the last sequence). The keyword options
+    (`tether.decoding.options.DecodeOptions`): ``max_tokens`` (256), ``stop``, ``heal``
+    (the text token healing removed from the end of the prompt, see `plan_healing`: the
+    output starts by writing it again, and it is not part of ``text``), ``fast_forward``
+    (True), ``close_on_budget`` (False), ``selective`` (True), ``close_at`` and
+    ``reserve`` (budget closing of free regions), ``stop_outside`` (True: what the
+    constraint forbids counts as EOS where the output is complete; see the module
+    docstring). Beam takes them all too.
     """
     decoder = decoder if decoder is not None else Argmax()
-    check_decode_args(model, prompt_tokens, decoder, max_tokens, stop)
     if isinstance(decoder, Beam):
-        return beam_search(
-            model, prompt_tokens, matcher, decoder, max_tokens=max_tokens, stop=stop, heal=heal,
-            fast_forward=fast_forward, close_on_budget=close_on_budget, selective=selective,
-            close_at=close_at, reserve=reserve, stop_outside=stop_outside,
-        )
+        return beam_search(model, prompt_tokens, matcher, decoder, **options)
     final: list[Decoded] = []
-    for state in decode_iter(
-        model, prompt_tokens, matcher, decoder, max_tokens=max_tokens, stop=stop, heal=heal,
-        fast_forward=fast_forward, close_on_budget=close_on_budget, selective=selective,
-        close_at=close_at, reserve=reserve, stop_outside=stop_outside,
-    ):
+    for state in decode_iter(model, prompt_tokens, matcher, decoder, **options):
         final = state
     if isinstance(decoder, BestOf):
         final.sort(key=lambda d: (d.finish_reason == "error", -d.logprob))
@@ -287,17 +206,14 @@ def open_branch(model: Any, prompt_tokens: Sequence[int], matcher: Any | None = 
     return b
 
 
-def step_branches(model: Any, branches: Sequence[Branch], sampler: Sample | None = None, *, max_tokens: int,
-                  fast_forward: bool = True, close_on_budget: bool = False, selective: bool = True,
-                  close_at: Sequence[str | bytes] = (), reserve: int = 0, stop_outside: bool = True) -> None:
-    """One step of every live branch, as `decode` steps its sequences (forced tokens, one
-    batched model call where the backend can, the choice, the checks); counts the tokens
-    generated. ``sampler`` None: argmax (each branch draws from its own ``rng``)."""
+def step_branches(model: Any, branches: Sequence[Branch], sampler: Sample | None, s: Settings) -> None:
+    """One step of every live branch under ``s`` (its ``stop`` and ``heal`` are the
+    branches' own, given to `open_branch`), as `decode` steps its sequences (forced tokens,
+    one batched model call where the backend can, the choice, the checks); counts the
+    tokens generated. ``sampler`` None: argmax (each branch draws from its own ``rng``)."""
     live = [b for b in branches if b.finish is None]
     if not live:
         return
     before = sum(len(b.tokens) for b in live)
-    triggers = [t.encode() if isinstance(t, str) else bytes(t) for t in close_at]
-    _step(model, live, sampler, max_tokens=max_tokens, fast_forward=fast_forward, close_on_budget=close_on_budget,
-          selective=selective, close_at=triggers, reserve=reserve, stop_outside=stop_outside)
+    _step(model, live, sampler, s)
     model.costs.generated_tokens += sum(len(b.tokens) for b in live) - before

@@ -20,7 +20,7 @@ def log_softmax(values: NDArray[np.floating]) -> NDArray[np.float64]:
     if not np.isfinite(m):
         return np.full_like(v, -np.inf) if m == -np.inf else v - m
     z = v - m
-    return z - np.log(np.exp(z).sum())
+    return z - float(np.log(np.exp(z).sum()))
 
 
 def argmax(values: NDArray[np.floating]) -> int:

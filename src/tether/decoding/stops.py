@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tether.decoding.decoders import ArgumentError
+from tether.errors import ArgumentError
 
 
 class StopScanner:

@@ -204,6 +204,7 @@ def _opaque(t: Terminal) -> bool:
         return t.ignore_case
     from tether.grammar.regex_ast import regex_to_ast
 
+    assert t.regex is not None  # one of regex, literal, expr; not expr, not literal
     return regex_to_ast(t.regex, flags="i" if t.ignore_case else "", flavor=t.flavor) is None
 
 

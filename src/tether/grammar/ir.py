@@ -59,10 +59,11 @@ class Terminal:
     stop: str | None = None
     max_len: int | None = None
     expr: tuple | None = None  # type: ignore[type-arg]
-    # The regex-layer node of ``regex`` when its maker already holds it (the JSON Schema
-    # compiler builds its key lexemes from parts): ``to_node`` returns it instead of
-    # parsing the text again. It must be the node the text parses to; the text stays the
-    # terminal's meaning for everything else (printing, GBNF, composition).
+    # The regex-layer node of ``regex`` / ``expr`` when its maker already holds it (the
+    # JSON Schema compiler builds its lexemes from parts, the GBNF/KBNF lowering from the
+    # front-end AST): ``to_node`` returns it instead of parsing the text. It must be the
+    # very node the text parses to (nodes are interned: the tests check identity); the
+    # text stays the terminal's meaning for everything else (printing, GBNF, composition).
     node: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -125,9 +126,39 @@ def _terminal_node(
     """``Terminal.to_node`` by content (errors are not cached: they raise every time)."""
     from tether import regex as rx
 
-    def build(e: Any) -> Any:
+    def leaf(text: str) -> Any:
+        return _parse(text, flavor, ignore_case)
+
+    if literal is not None and not ignore_case:
+        node = rx.literal(literal.encode("utf-8"))
+    elif expr is not None:
+        node = expr_node(expr, leaf)
+    else:
+        if literal is not None:
+            from tether.grammar.regexgen import escape_literal
+
+            node = leaf(f"(?i:{escape_literal(literal)})")
+        else:
+            assert regex is not None  # exactly one of regex, literal, expr (__post_init__)
+            node = leaf(regex)
+    if max_len is not None:
+        node = rx.intersect(node, rx.repeat(rx.ANY_BYTE, 0, max_len))
+    return node
+
+
+def expr_node(expr: tuple | str, leaf: Callable[[str], Any]) -> Any:  # type: ignore[type-arg]
+    """The regex-layer node of a ``Terminal.expr`` tree whose regex leaves ``leaf`` turns
+    into nodes (``Terminal.to_node`` parses them; a maker that holds the leaves' nodes
+    passes a lookup instead, and gets the node the parse would build).
+
+    Raises:
+        GrammarError: an unknown operation; what ``leaf`` raises (RegexError).
+    """
+    from tether import regex as rx
+
+    def build(e: tuple | str) -> Any:  # type: ignore[type-arg]
         if isinstance(e, str):
-            return _parse(e, flavor, ignore_case)
+            return leaf(e)
         op, args = e[0], e[1:]
         anything = _parse("(?s:.)*", "python", False)
         if op == "and":
@@ -148,20 +179,7 @@ def _terminal_node(
             return rx.repeat(build(args[0]), args[1], args[2])
         raise GrammarError(f"unknown terminal operation {op!r}")
 
-    if literal is not None and not ignore_case:
-        node = rx.literal(literal.encode("utf-8"))
-    elif expr is not None:
-        node = build(expr)
-    else:
-        if literal is not None:
-            from tether.grammar.regexgen import escape_literal
-
-            node = build(f"(?i:{escape_literal(literal)})")
-        else:
-            node = build(regex)
-    if max_len is not None:
-        node = rx.intersect(node, rx.repeat(rx.ANY_BYTE, 0, max_len))
-    return node
+    return build(expr)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from tether.grammar.ir import Grammar
 from tether.grammar.lark.regex_checks import check_regex
 from tether.grammar.lower import Lowering
 from tether.grammar.simplify import did_you_mean, simplify
+from tether.limits import current
 
 _TOKEN = re.compile(
     r"""
@@ -130,7 +131,7 @@ class _Parser:
         return seq(items, start)
 
     def _postfix(self) -> Gen:
-        node = yield self._atom()
+        node: Node = yield self._atom()
         while self.peek()[1] in ("?", "*", "+") and self.peek()[0] == "op":
             _, op, pos = self.next()
             lo, hi = {"?": (0, 1), "*": (0, None), "+": (1, None)}[op]
@@ -143,7 +144,7 @@ class _Parser:
         k, v, pos = self.next()
         if k == "op" and v in ("(", "[", "{") or k == "except":
             self.nesting.enter(pos)
-            node = yield self._group(k, v, pos)
+            node: Node = yield self._group(k, v, pos)
             self.nesting.leave()
             return node
         if k == "string":
@@ -174,9 +175,9 @@ class _Parser:
             self.expect(")", "')' to close except!(")
             return SetOp("except", (inner,), max_reps=n, pos=pos)
         if v == "(":
-            inner = yield self._alternation()
+            grouped: Node = yield self._alternation()
             self.expect(")", "')' to close the group")
-            return inner
+            return grouped
         if v == "[":
             inner = yield self._alternation()
             self.expect("]", "']' to close the option")
@@ -357,7 +358,7 @@ def _check_regular_operands(p: _Parser, text: str, source: str) -> None:
                         text, r.pos, source,
                     )
             # the operand is spelled as one regex with its rules inlined: bound that
-            lim = bounds.current()
+            lim = current()
             depth, size = bounds.node_size(n, {k: v[1] for k, v in acyclic.items()})
             depth += max((acyclic[r.name][0] for r in refs(n)), default=0)
             if depth > lim.max_nesting:

@@ -26,7 +26,7 @@ from typing import Any
 
 from tether.errors import SchemaError
 
-_PRIMITIVES: dict[Any, dict] = {
+_PRIMITIVES: dict[Any, dict[Any, Any]] = {
     int: {"type": "integer"},
     float: {"type": "number"},
     str: {"type": "string"},
@@ -44,7 +44,7 @@ def _has_pydantic() -> bool:
     return True
 
 
-def schema_of(x: Any, *, closed: bool = True) -> dict:
+def schema_of(x: Any, *, closed: bool = True) -> dict[Any, Any]:
     """The JSON Schema (draft 2020-12) of the Python type ``x``.
 
     A dict is returned unchanged (it is already a schema).
@@ -72,8 +72,8 @@ def schema_of(x: Any, *, closed: bool = True) -> dict:
     return _plain_schema_root(x, closed)
 
 
-def _plain_schema_root(x: Any, closed: bool) -> dict:
-    defs: dict[str, dict] = {}
+def _plain_schema_root(x: Any, closed: bool) -> dict[Any, Any]:
+    defs: dict[str, dict[Any, Any]] = {}
     schema = _plain_schema(x, defs, closed)
     if defs:
         schema = {**schema, "$defs": defs}
@@ -174,7 +174,7 @@ def _name(x: Any) -> str:
     return getattr(x, "__name__", None) or repr(x)
 
 
-def _plain_schema(x: Any, defs: dict[str, dict], closed: bool) -> dict:
+def _plain_schema(x: Any, defs: dict[str, dict[Any, Any]], closed: bool) -> dict[Any, Any]:
     if x in _PRIMITIVES:
         return dict(_PRIMITIVES[x])
     origin = typing.get_origin(x)
@@ -206,7 +206,7 @@ def _plain_schema(x: Any, defs: dict[str, dict], closed: bool) -> dict:
     raise SchemaError(f"cannot describe {_name(x)} as JSON Schema (install pydantic for more types)")
 
 
-def _ref(x: type, defs: dict[str, dict], closed: bool, build) -> dict:  # type: ignore[no-untyped-def]
+def _ref(x: type, defs: dict[str, dict[Any, Any]], closed: bool, build) -> dict[Any, Any]:  # type: ignore[no-untyped-def]
     name = x.__name__
     if name not in defs:
         defs[name] = {}  # placeholder: recursive types refer to it
@@ -214,24 +214,24 @@ def _ref(x: type, defs: dict[str, dict], closed: bool, build) -> dict:  # type: 
     return {"$ref": f"#/$defs/{name}"}
 
 
-def _dataclass_schema(x: type, defs: dict[str, dict], closed: bool) -> dict:
+def _dataclass_schema(x: type, defs: dict[str, dict[Any, Any]], closed: bool) -> dict[Any, Any]:
     hints = typing.get_type_hints(x)
     props, required = {}, []
     for f in dataclasses.fields(x):
         props[f.name] = _plain_schema(hints[f.name], defs, closed)
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             required.append(f.name)
-    out: dict = {"type": "object", "properties": props, "required": required}
+    out: dict[Any, Any] = {"type": "object", "properties": props, "required": required}
     if closed:
         out["additionalProperties"] = False
     return out
 
 
-def _typeddict_schema(x: type, defs: dict[str, dict], closed: bool) -> dict:
+def _typeddict_schema(x: type, defs: dict[str, dict[Any, Any]], closed: bool) -> dict[Any, Any]:
     hints = typing.get_type_hints(x)
     props = {k: _plain_schema(v, defs, closed) for k, v in hints.items()}
     req = [k for k in hints if k in getattr(x, "__required_keys__", set(hints))]
-    out: dict = {"type": "object", "properties": props, "required": req}
+    out: dict[Any, Any] = {"type": "object", "properties": props, "required": req}
     if closed:
         out["additionalProperties"] = False
     return out

@@ -7,12 +7,18 @@ request is refused before it runs. `BatchConstraints` keeps one matcher per batc
 and follows the engine's batch edits — requests added to a row, removed, moved one way
 onto another row (the target's old state is dropped) or swapped — and reads each
 request's new output tokens from the live list the engine hands over at ``add``.
+
+`BatchConstraints.prefetch` starts a step's masks on a background thread once the
+step's batch is known (before the model's forward pass), so that they are computed
+while the model runs; `BatchConstraints.masks` takes them if nothing changed since, and
+computes them again otherwise.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +34,20 @@ from tether.tokens import Vocabulary
 from tether.tokens.bitmask import allocate_mask, ids_to_mask
 
 KINDS = ("json", "regex", "choice", "grammar")
+
+
+def json_text(text: str, place: str, expected: str = "JSON") -> Any:
+    """``text`` parsed as JSON, its length checked against ``max_text_chars`` first.
+
+    Raises:
+        LimitError: ``text`` is longer than ``max_text_chars``.
+        ConstraintError: not JSON (``place`` is not ``expected``: the parser's reason).
+    """
+    check("max_text_chars", len(text), place)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ConstraintError(f"{place} is not {expected}: {exc}") from None
 
 
 def request_output(spec: Any) -> Any:
@@ -57,11 +77,7 @@ def request_output(spec: Any) -> Any:
         raise ConstraintError("'syntax' applies to 'grammar' only")
     if kind == "json":
         if isinstance(value, str):
-            check("max_text_chars", len(value), "tether.json")
-            try:
-                value = json.loads(value)
-            except (ValueError, RecursionError) as exc:
-                raise ConstraintError(f"tether.json is not JSON: {exc}") from None
+            value = json_text(value, "tether.json")
         if not isinstance(value, dict | bool):
             raise ConstraintError(f"tether.json must be a JSON Schema (object or boolean), not {limited(value)}")
         output: Any = value
@@ -97,12 +113,33 @@ class _Row:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class _Prefetch:
+    """Masks started on the background thread, and the batch they were started for."""
+
+    future: Future[NDArray[np.uint32]]
+    index: list[int]
+    rows: list[_Row]
+    consumed: list[int]
+
+    def matches(self, index: list[int], rows: list[_Row]) -> bool:
+        """Whether the batch is still the one the masks were computed for: the same rows
+        at the same indices, none of which consumed a token since."""
+        return (self.index == index and all(a is b for a, b in zip(self.rows, rows, strict=True))
+                and self.consumed == [r.consumed for r in rows])
+
+
 class BatchConstraints:
     """Matchers of the constrained requests of a persistent batch, by row index.
 
     Args:
         vocabulary: the model's vocabulary (``n_logits`` = the logits' width).
         compile_output: ``output -> CompiledConstraint`` (cached by the caller or engine).
+
+    Attributes:
+        prefetched: steps whose masks came from `prefetch` (computed during the forward pass).
+        stale: prefetches whose masks were not used (a token, an edit or another prefetch
+            came before `masks`).
     """
 
     def __init__(self, vocabulary: Vocabulary,
@@ -111,14 +148,20 @@ class BatchConstraints:
         self._compile = compile_output
         self.rows: dict[int, _Row] = {}
         self._eos_mask = ids_to_mask(vocabulary.eos_ids, vocabulary.size)
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: _Prefetch | None = None
+        self.prefetched = 0
+        self.stale = 0
 
     # -- batch edits, in the engine's order: removed, added, moved -----------------------
     def remove(self, index: int) -> None:
+        self._drop()
         self.rows.pop(index, None)
 
     def add(self, index: int, spec: Any, output_tokens: Sequence[int]) -> None:
         """A request now at ``index``: constrained by ``spec`` (None: unconstrained, and
         any stale state of the row is dropped). ``output_tokens`` is read as it grows."""
+        self._drop()
         if spec is None:
             self.rows.pop(index, None)
             return
@@ -127,6 +170,7 @@ class BatchConstraints:
 
     def move(self, src: int, dst: int, swap: bool) -> None:
         """One-way move ``src`` → ``dst`` (whatever ``dst`` held is dropped) or a swap."""
+        self._drop()
         a, b = self.rows.pop(src, None), self.rows.pop(dst, None)
         if a is not None:
             self.rows[dst] = a
@@ -136,6 +180,7 @@ class BatchConstraints:
     # -- per step ---------------------------------------------------------------------------
     def sync(self) -> None:
         """Consume every constrained request's new output tokens."""
+        self._drop()
         eos = self.vocabulary.eos_ids
         for row in self.rows.values():
             toks = row.tokens
@@ -147,17 +192,40 @@ class BatchConstraints:
                 elif not row.matcher.consume(t):
                     row.error = row.matcher.error or f"token {t} refused"
 
-    def masks(self) -> tuple[list[int], NDArray[np.uint32]]:
-        """The constrained rows (sorted) and their masks (``uint32[rows, words]``): a live
-        row's allowed tokens; a finished or refused row allows EOS only. The live rows'
-        masks are one `tether.engine.compute_masks` call (per ``Limits.max_batch`` rows)."""
+    def prefetch(self) -> None:
+        """Consume the new tokens, then start this batch's masks on the background thread.
+        Call it when the step's batch is settled, before the forward pass; `masks` takes
+        the result. The matchers are not touched by anything else until then: every
+        edit and `sync` first waits for the background work."""
         self.sync()
-        idx = sorted(self.rows)
-        out = allocate_mask(self.vocabulary.size, batch=max(len(idx), 1))[: len(idx)]
+        if not self.rows:
+            return
+        index = sorted(self.rows)
+        rows = [self.rows[i] for i in index]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tether-masks")
+        self._pending = _Prefetch(self._pool.submit(self._fill, rows), index, rows,
+                                  [r.consumed for r in rows])
+
+    def _take(self) -> _Prefetch | None:
+        """Wait for the background masks, if any were started; return them (once)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.future.exception()  # waits; an error is raised by the caller of result()
+        return pending
+
+    def _drop(self) -> None:
+        """Before anything touches the matchers: wait for the background masks, unused."""
+        if self._take() is not None:
+            self.stale += 1
+
+    def _fill(self, rows: list[_Row]) -> NDArray[np.uint32]:
+        """The rows' masks: the live rows' in one `tether.engine.compute_masks` call (per
+        ``Limits.max_batch`` rows), EOS only for a finished or refused row."""
+        out = allocate_mask(self.vocabulary.size, batch=max(len(rows), 1))[: len(rows)]
         live: list[Matcher] = []
         where: list[int] = []
-        for k, i in enumerate(idx):
-            row = self.rows[i]
+        for k, row in enumerate(rows):
             if row.done or row.error is not None:
                 out[k] = self._eos_mask
             else:
@@ -166,7 +234,22 @@ class BatchConstraints:
         step = current().max_batch
         for a in range(0, len(live), step):
             compute_masks(live[a:a + step], out, rows=where[a:a + step])
-        return idx, out
+        return out
+
+    def masks(self) -> tuple[list[int], NDArray[np.uint32]]:
+        """The constrained rows (sorted) and their masks (``uint32[rows, words]``): a live
+        row's allowed tokens; a finished or refused row allows EOS only. The masks
+        `prefetch` started are used when the batch has not changed since."""
+        pending = self._take()
+        self.sync()
+        index = sorted(self.rows)
+        rows = [self.rows[i] for i in index]
+        if pending is not None:
+            if pending.matches(index, rows):
+                self.prefetched += 1
+                return index, pending.future.result()
+            self.stale += 1
+        return index, self._fill(rows)
 
 
 __all__ = ["BatchConstraints", "KINDS", "request_output"]

@@ -65,7 +65,7 @@ REQ = "__req__"
 log = logging.getLogger(__name__)
 
 try:  # SGLang's base class where SGLang is installed (the server)
-    from sglang.srt.sampling.custom_logit_processor import (  # type: ignore[import-not-found]
+    from sglang.srt.sampling.custom_logit_processor import (
         CustomLogitProcessor,
     )
 except ImportError:  # clients and tests: a stand-in with the same wire format
@@ -232,11 +232,12 @@ class RequestStates:
         vocab = rows[0][1].vocabulary
         masks = allocate_mask(vocab.size, batch=len(rows))
         live = [k for k, (_, s) in enumerate(rows) if s.matcher and not s.done and s.error is None]
-        matchers = [rows[k][1].matcher for k in live]
+        # every live row has a matcher (``live`` kept only those): the filter drops nothing
+        matchers = [m for k in live if (m := rows[k][1].matcher) is not None]
         out = allocate_mask(vocab.size, batch=max(len(live), 1))
         step = current().max_batch
         for a in range(0, len(live), step):  # one engine call per batch (of at most max_batch)
-            compute_masks(matchers[a:a + step], out[a:a + step])  # type: ignore[arg-type]
+            compute_masks(matchers[a:a + step], out[a:a + step])
         for j, k in enumerate(live):
             masks[k] = out[j]
         live_set = set(live)

@@ -86,7 +86,12 @@ class _Row:
     error: str | None = None
 
 
-class LogitsProcessor(transformers.LogitsProcessor):  # type: ignore[misc]
+# transformers' base class, from the module `require` imported (typed Any: a library
+# loaded at run time)
+_HFLogitsProcessor: Any = transformers.LogitsProcessor
+
+
+class LogitsProcessor(_HFLogitsProcessor):  # type: ignore[misc]  # subclassing Any (above)
     """Constrain ``model.generate`` to ``output`` (see the module docstring).
 
     Args:
@@ -116,7 +121,8 @@ class LogitsProcessor(transformers.LogitsProcessor):  # type: ignore[misc]
         self.pad_token_id: int | None = pad if isinstance(pad, int) else None
         size = self.vocabulary.size
         self._eos_mask = ids_to_mask(self.vocabulary.eos_ids, size)
-        finish = {*self.vocabulary.eos_ids, *([pad] if self.pad_token_id is not None and 0 <= pad < size else [])}
+        pads = [self.pad_token_id] if self.pad_token_id is not None and 0 <= self.pad_token_id < size else []
+        finish = {*self.vocabulary.eos_ids, *pads}
         self._done_mask = ids_to_mask(finish, size)
         self.errors: list[str | None] = []
         self.reset()
@@ -124,6 +130,7 @@ class LogitsProcessor(transformers.LogitsProcessor):  # type: ignore[misc]
     def reset(self) -> None:
         """Forget the current generation: the next call starts a new one."""
         self._prompt: NDArray[np.int64] | None = None
+        self._width = 0  # columns of input_ids at the last call
         self._states: dict[tuple[int, ...], _Row] = {}
         self.errors = []
 

@@ -21,8 +21,11 @@ vLLM has two custom-processor interfaces, one per model runner:
 * ``TetherLogitsProcessor`` — the v1 runner (``vllm.v1.sample.logits_processor``: the
   CPU backend, and GPUs with ``VLLM_USE_V2_MODEL_RUNNER=0``). vLLM reports batch edits
   (added, removed, moved, swapped rows); `requests.BatchConstraints` follows them and
-  reads each request's new tokens from the live output list vLLM hands over. vLLM
-  refuses custom processors under speculative decoding on this runner.
+  reads each request's new tokens from the live output list vLLM hands over.
+  ``update_state`` runs before the step's forward pass: it starts the step's masks on a
+  background thread (`BatchConstraints.prefetch`), so they are computed while the model
+  runs, and ``apply`` takes them. vLLM refuses custom processors under speculative
+  decoding on this runner.
 * ``TetherLogitsProcessorV2`` — "model runner v2", the default on GPUs since vLLM 0.32
   (``vllm.v1.worker.gpu.sample.logits_processor``). State is per request *slot*
   (`SlotConstraints`): ``add_request`` (re)initializes a slot; ``apply`` gets logits
@@ -47,7 +50,6 @@ classes need it and raise MissingDependencyError naming the ``vllm`` extra other
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,9 +59,9 @@ from numpy.typing import NDArray
 
 from tether.engine import CompiledConstraint, Matcher, compute_masks
 from tether.engine import compile as compile_constraint
-from tether.errors import ConstraintError, MissingDependencyError, TetherError, require
-from tether.integrations.requests import BatchConstraints, request_output
-from tether.limits import check, current
+from tether.errors import MissingDependencyError, TetherError, require
+from tether.integrations.requests import BatchConstraints, json_text, request_output
+from tether.limits import current
 from tether.program.outputs import output_spec
 from tether.tokens import Vocabulary
 from tether.tokens.bitmask import allocate_mask, apply_mask, ids_to_mask
@@ -73,11 +75,7 @@ def _spec(params: Any) -> Any:
     extra = getattr(params, "extra_args", None) or {}
     spec = extra.get(KEY)
     if isinstance(spec, str):
-        check("max_text_chars", len(spec), "extra_args['tether']")
-        try:
-            spec = json.loads(spec)
-        except (ValueError, RecursionError) as exc:
-            raise ConstraintError(f"extra_args['tether'] is not a JSON object: {exc}") from None
+        spec = json_text(spec, "extra_args['tether']", "a JSON object")
     return spec
 
 
@@ -242,7 +240,7 @@ def _v1_class() -> type:
         MoveDirectionality,
     )
 
-    class TetherLogitsProcessor(LogitsProcessor):  # type: ignore[misc,valid-type]
+    class TetherLogitsProcessor(LogitsProcessor):  # type: ignore[misc]  # vLLM is untyped: its base class is Any
         """Masks the logits of requests that carry ``extra_args["tether"]`` (v1 model runner)."""
 
         @classmethod
@@ -265,19 +263,18 @@ def _v1_class() -> type:
                     self.batch.add(index, _spec(params), output_tokens)
                 for src, dst, direction in batch_update.moved:
                     self.batch.move(src, dst, direction == MoveDirectionality.SWAP)
-            self.batch.sync()
+            # the batch of this step is settled, its forward pass not run yet: compute
+            # the masks meanwhile (`apply` takes them, or recomputes if a token came after)
+            self.batch.prefetch()
 
         def apply(self, logits: Any) -> Any:
             if not self.batch.rows:
                 return logits
             rows, masks = self.batch.masks()
-            index = torch.tensor(rows, dtype=torch.long, device=logits.device)
-            logits[index] = apply_mask(logits[index], masks)
+            _mask_rows(torch, logits, rows, masks)
             return logits
 
-    TetherLogitsProcessor.__module__ = __name__
-    TetherLogitsProcessor.__qualname__ = "TetherLogitsProcessor"  # pickled by reference
-    return TetherLogitsProcessor
+    return _published(TetherLogitsProcessor, "TetherLogitsProcessor")
 
 
 def _v2_class() -> type:
@@ -292,7 +289,7 @@ def _v2_class() -> type:
     except ImportError as exc:  # a vLLM before model runner v2's processor interface
         raise MissingDependencyError("vllm>=0.32 (model runner v2 logits processors)", "vllm") from exc
 
-    class TetherLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc,valid-type]
+    class TetherLogitsProcessorV2(LogitsProcessor):  # type: ignore[misc]  # vLLM is untyped: its base class is Any
         """Masks the logits rows of requests that carry ``extra_args["tether"]`` (model runner v2)."""
 
         @classmethod
@@ -324,13 +321,24 @@ def _v2_class() -> type:
             rows, masks = self.slots.step(host[0], host[1], host[2], host[3] - prompt,
                                           host[4] - prompt, read)
             if rows:
-                index = torch.tensor(rows, dtype=torch.long, device=logits.device)
-                logits[index] = apply_mask(logits[index], masks)
+                _mask_rows(torch, logits, rows, masks)
             return logits
 
-    TetherLogitsProcessorV2.__module__ = __name__
-    TetherLogitsProcessorV2.__qualname__ = "TetherLogitsProcessorV2"  # pickled by reference
-    return TetherLogitsProcessorV2
+    return _published(TetherLogitsProcessorV2, "TetherLogitsProcessorV2")
+
+
+def _mask_rows(torch: Any, logits: Any, rows: list[int], masks: NDArray[np.uint32]) -> None:
+    """Mask the rows ``rows`` of the logits tensor in place (``masks``: one row each)."""
+    index = torch.tensor(rows, dtype=torch.long, device=logits.device)
+    logits[index] = apply_mask(logits[index], masks)
+
+
+def _published(cls: type, name: str) -> type:
+    """``cls`` named as this module's attribute ``name`` (built on access by the module's
+    ``__getattr__``), so that it is pickled by reference."""
+    cls.__module__ = __name__
+    cls.__qualname__ = name
+    return cls
 
 
 _CLASSES: dict[str, Callable[[], type]] = {

@@ -15,7 +15,9 @@ Code map, in reading order:
   ``remote.py`` — a hole on a black-box (HTTP) model; ``decorators.py`` — calling
   variable decorators;
 * ``query.py`` — ``Query``, ``@query``, ``load_query``, ``run_query``;
-* ``result.py`` — ``QueryResult`` (trace, variables, holes, n results).
+* ``result.py`` — ``QueryResult`` (trace, variables, holes, n results);
+* ``lmql.py`` — LMQL's Python surface (``tether.compat.lmql``), what ``import lmql`` gives
+  inside a query: it registers itself in ``surface.py``, which the runtime reads.
 
 A query is Python code run with the caller's rights: load and run trusted query text
 only. The server never executes query text from a request.
@@ -23,6 +25,7 @@ only. The server never executes query text from a request.
 
 from __future__ import annotations
 
+from tether.lang import lmql  # LMQL's surface: registers what query programs see as ``lmql``
 from tether.lang.query import Query, load_query, query, run_query
 from tether.lang.result import HoleRecord, QueryResult, Segment
 from tether.lang.runtime import NestedCall, Variable, post, pre
@@ -37,6 +40,7 @@ __all__ = [
     "QueryResult",
     "Segment",
     "Variable",
+    "lmql",
     "load_query",
     "parse_query",
     "parse_template",

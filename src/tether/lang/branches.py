@@ -21,6 +21,7 @@ logits, budget closing (triggered regions included), ``stop_outside`` and cost a
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from tether.decoding.decoders import Sample
 from tether.decoding.healing import plan_healing
 from tether.decoding.logits import context_size
 from tether.decoding.loop import open_branch, step_branches
+from tether.decoding.options import Settings
 from tether.lang.decorators import call_decorator
 from tether.lang.holes import HoleMatcher
 from tether.lang.result import HoleRecord
@@ -61,8 +63,11 @@ class Hole:
         m = self.matcher
         return m.max_tokens + (1 if self.branch.guide.pending else m.redo)
 
-    def options(self) -> dict[str, Any]:
-        return {"max_tokens": self.max_tokens, "close_at": self.close_at, "reserve": self.reserve}
+    def settings(self, rt: Runtime) -> Settings:
+        """The settings of this hole's next step: the runtime's, with the hole's budget
+        and triggered region."""
+        return dataclasses.replace(rt.step_settings(), max_tokens=self.max_tokens, close_at=self.close_at,
+                                   reserve=self.reserve)
 
     def with_branch(self, branch: Any) -> Hole:
         return Hole(branch, self.close_at, self.reserve)
@@ -153,13 +158,13 @@ def run_lockstep(rt: Runtime, program: Program, args: dict[str, Any], n: int) ->
                 req = exs[i].pending
                 assert req is not None
                 holes[i] = open_hole(rt, exs[i], req, rngs[i] if sampler is not None else None)
-        groups: dict[tuple[Any, ...], list[Hole]] = {}
+        groups: dict[Settings | int, list[Hole]] = {}
         for i in live:
             h = holes[i]
             assert h is not None
-            groups.setdefault(tuple(h.options().values()) if rt.batch else (i,), []).append(h)
+            groups.setdefault(h.settings(rt) if rt.batch else i, []).append(h)
         for group in groups.values():
-            step_branches(rt.model, [h.branch for h in group], sampler, **group[0].options(), **rt.step_options())
+            step_branches(rt.model, [h.branch for h in group], sampler, group[0].settings(rt))
         for i in live:
             h, req = holes[i], exs[i].pending
             assert h is not None and req is not None
@@ -175,7 +180,7 @@ Entry = tuple[float, "Execution", Hole | None]  # (log-probability of the earlie
 
 def run_beam(rt: Runtime, program: Program, args: dict[str, Any], n: int) -> list[Execution]:
     """Scripted beam search over the whole program (all holes jointly)."""
-    opts = rt.step_options()
+    step = rt.step_settings()
     beams: list[Entry] = [(0.0, rt.execution(program, args), None)]
     for _ in range(100_000):
         if all(ex.done for _, ex, _ in beams):
@@ -190,13 +195,14 @@ def run_beam(rt: Runtime, program: Program, args: dict[str, Any], n: int) -> lis
                 req = ex.pending
                 assert req is not None
                 hole = open_hole(rt, ex, req)
-                settle(rt.model, hole.branch, max_tokens=hole.max_tokens, fast_forward=True)
+                settle(rt.model, hole.branch, hole.settings(rt))
                 beams[bi] = (lp, ex, hole)
             if hole.branch.finish is not None:  # finished by its forced tokens
                 pool.append((lp + hole.branch.logprob, bi, hole, None))
             else:
                 live.append((bi, hole))
-        scored = score_beams(rt.model, [h.branch for _, h in live], selective=True, stop_outside=opts["stop_outside"])
+        scored = score_beams(rt.model, [h.branch for _, h in live], selective=step.selective,
+                             stop_outside=step.stop_outside)
         by_branch = {id(b): (ids, lp) for b, ids, lp in scored}
         for bi, hole in live:
             lp0 = beams[bi][0]
@@ -204,7 +210,7 @@ def run_beam(rt: Runtime, program: Program, args: dict[str, Any], n: int) -> lis
                 pool.append((lp0 + hole.branch.logprob, bi, hole, None))
                 continue
             ids, lps = by_branch[id(hole.branch)]
-            cands = candidates(hole.branch, ids, lps, n, stop_outside=opts["stop_outside"])
+            cands = candidates(hole.branch, ids, lps, n, stop_outside=step.stop_outside)
             if not cands:  # no token allowed
                 b = fork(hole.branch)
                 b.finish, b.error = "error", "the constraint allows no token here"
@@ -212,14 +218,14 @@ def run_beam(rt: Runtime, program: Program, args: dict[str, Any], n: int) -> lis
             for score, token in cands:
                 pool.append((lp0 + score, bi, hole, token))
         pool.sort(key=lambda c: -c[0])
-        beams = _advance(rt, beams, pool[:n], opts)
+        beams = _advance(rt, beams, pool[:n])
     for lp, ex, _ in beams:
         ex.logprob = lp
     return [ex for _, ex, _ in beams]
 
 
-def _advance(rt: Runtime, beams: list[Entry], survivors: list[tuple[float, int, Hole | None, int | None]],
-             opts: dict[str, Any]) -> list[Entry]:
+def _advance(rt: Runtime, beams: list[Entry], survivors: list[tuple[float, int, Hole | None, int | None]]
+             ) -> list[Entry]:
     """The survivors as beams: extended by their token; a finished hole is recorded in its
     execution (in place when no other survivor shares it, else on a re-played copy)."""
     users: dict[int, int] = {}  # survivors per execution (several beams may share one)
@@ -232,9 +238,7 @@ def _advance(rt: Runtime, beams: list[Entry], survivors: list[tuple[float, int, 
             out.append((total, ex, None))
             continue
         if token is not None:
-            b = extend(rt.model, hole.branch, total - lp, token, max_tokens=hole.max_tokens,
-                       close_on_budget=opts["close_on_budget"], reserve=hole.reserve,
-                       triggers=[t.encode() for t in hole.close_at])
+            b = extend(rt.model, hole.branch, total - lp, token, hole.settings(rt))
             rt.model.costs.generated_tokens += 1
             hole = hole.with_branch(b)
         if hole.branch.finish is None:

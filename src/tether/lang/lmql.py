@@ -33,12 +33,21 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from tether.decoding.decoders import ArgumentError
-from tether.errors import TetherError
+from tether.errors import ArgumentError, TetherError
 from tether.lang.query import ModelSpec, Query, load_query, resolve_model
 from tether.lang.query import query as _tether_query
 from tether.lang.result import QueryResult
-from tether.lang.runtime import ACTIVE, Context, Variable, post, pre, streaming
+from tether.lang.runtime import (
+    ACTIVE,
+    Context,
+    NestableQuery,
+    NestedCall,
+    Variable,
+    post,
+    pre,
+    streaming,
+)
+from tether.lang.surface import Surface, register
 from tether.lang.syntax import Expr, Hole, parse_python, parse_template
 
 __all__ = ["F", "LMQLResult", "LMQLUnsupportedError", "ModelSpec", "Variable", "decorators", "generate", "generate_sync", "model",
@@ -59,7 +68,7 @@ def lmql_value(result: QueryResult) -> Any:
     return result
 
 
-class LMQLQuery:
+class LMQLQuery(NestableQuery):
     """A `Query` called the LMQL way (see the module docstring)."""
 
     def __init__(self, q: Query, is_async: bool = False) -> None:
@@ -79,6 +88,9 @@ class LMQLQuery:
     @property
     def name(self) -> str:
         return self.query.name
+
+    def nested(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NestedCall:
+        return self.query.nested(args, kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if ACTIVE.get() is not None:
@@ -200,6 +212,10 @@ def query_builtins() -> dict[str, Any]:
 
         _BUILTINS = {**vars(builtins), "__import__": _import}
     return _BUILTINS
+
+
+# query programs see this module as ``lmql`` (the runtime reads it from `tether.lang.surface`)
+register(Surface(sys.modules[__name__], query_builtins))
 
 
 class LMQLUnsupportedError(TetherError, AttributeError):

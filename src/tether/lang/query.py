@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tether.decoding.decoders import ArgumentError
-from tether.errors import ModelError, QuerySyntaxError
-from tether.lang.runtime import ACTIVE, NestedCall, Program, Runtime
+from tether.errors import ArgumentError, ModelError, QuerySyntaxError
+from tether.lang.result import QueryResult
+from tether.lang.runtime import ACTIVE, NestableQuery, NestedCall, Program, Runtime
 from tether.lang.syntax import (
     DecoderSpec,
     QueryAst,
@@ -135,7 +135,7 @@ def resolve_model(spec: Any, fallback_from: str | None = None, *, warn: Callable
     return load_model("embedded")
 
 
-class Query:
+class Query(NestableQuery):
     """A compiled query: call it (or ``run``) with the query's arguments."""
 
     def __init__(self, qast: QueryAst, *, name: str = "query", params: list[str] | None = None,
@@ -163,15 +163,18 @@ class Query:
             raise TypeError(f"query {self.name} is missing arguments: {', '.join(missing)}")
         return out
 
+    def nested(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NestedCall:
+        return NestedCall(self, args, kwargs)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if ACTIVE.get() is not None:
-            return NestedCall(self, args, kwargs)
+            return self.nested(args, kwargs)
         return self.run(*args, **kwargs)
 
     def run(self, *args: Any, model: Any = None, decoder: DecoderSpec | str | None = None,
             input_fn: Callable[[str], str] | None = None, max_tokens: int | None = None,
             seed: int | None = None, chat_roles: dict[str, str] | None = None,
-            limits: Limits | None = None, **kwargs: Any) -> Any:
+            limits: Limits | None = None, **kwargs: Any) -> QueryResult:
         """Run the query; returns a ``QueryResult`` (``.results`` holds all n branches).
 
         ``decoder`` overrides the query's decoder clause (e.g. ``"beam(n=2)"``);
@@ -186,7 +189,7 @@ class Query:
     async def arun(self, *args: Any, model: Any = None, decoder: DecoderSpec | str | None = None,
                    input_fn: Callable[[str], str] | None = None, max_tokens: int | None = None,
                    seed: int | None = None, chat_roles: dict[str, str] | None = None,
-                   limits: Limits | None = None, **kwargs: Any) -> Any:
+                   limits: Limits | None = None, **kwargs: Any) -> QueryResult:
         """`run` without blocking the event loop: the same arguments and result.
 
         The query runs on its model's worker thread (`tether.program.aio`), queued behind
@@ -232,7 +235,7 @@ class Query:
 
     def _run(self, args: tuple[Any, ...], model: Any, decoder: DecoderSpec | str | None,
              input_fn: Callable[[str], str] | None, max_tokens: int | None, seed: int | None,
-             chat_roles: dict[str, str] | None, kwargs: dict[str, Any]) -> Any:
+             chat_roles: dict[str, str] | None, kwargs: dict[str, Any]) -> QueryResult:
         m = self._model(args, model, kwargs)
         dec = _decoder(decoder, {}) or self.decoder or DecoderSpec("argmax", {})
         rt = Runtime(m, dec, input_fn=input_fn, max_tokens=max_tokens, seed=seed, chat_roles=chat_roles)
@@ -280,7 +283,7 @@ def load_query(source: str | Path, *, filename: str | None = None, params: list[
     return Query(qast, name=name, params=params, env=env, **options)
 
 
-def run_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) -> Any:
+def run_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) -> QueryResult:
     """``load_query(source).run(*args, model=model, **kwargs)``; free variables of the body
     can be passed as keyword arguments (they become parameters)."""
     run_opts = {k: kwargs.pop(k) for k in ("decoder", "input_fn", "max_tokens", "seed", "chat_roles") if k in kwargs}
@@ -292,7 +295,7 @@ def run_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) 
         return q.run(*args, model=model, **run_opts, **kwargs)
 
 
-async def arun_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) -> Any:
+async def arun_query(source: str | Path, *args: Any, model: Any = None, **kwargs: Any) -> QueryResult:
     """`run_query` without blocking the event loop (parsing and the run happen on worker
     threads; the run is queued on its model as `Query.arun`)."""
     run_opts = {k: kwargs.pop(k) for k in ("decoder", "input_fn", "max_tokens", "seed", "chat_roles") if k in kwargs}

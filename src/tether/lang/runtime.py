@@ -17,6 +17,7 @@ billable prompt tokens at its start and the tokens it generated.
 
 from __future__ import annotations
 
+import abc
 import ast
 import builtins
 import contextvars
@@ -28,13 +29,14 @@ import types
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tether import limits
 from tether.decoding.decoders import check_int, check_seed
 from tether.decoding.logits import model_call
+from tether.decoding.options import Settings
 from tether.decoding.sampling import argmax, log_softmax
 from tether.decoding.scoring import score_tokens
 from tether.errors import ConstraintError, ModelError, TetherError, limited
@@ -52,9 +54,13 @@ from tether.lang.semantics import (
     constraint_place,
     mentions,
 )
+from tether.lang.surface import surface
 from tether.lang.syntax import DecoderSpec, QueryAst, check_decoder_args
 from tether.program.generate import compile_output
 from tether.program.outputs import OutputSpec, output_spec, regex_grammar, triggered_spec
+
+if TYPE_CHECKING:
+    from tether.lang.query import Query
 
 ACTIVE: contextvars.ContextVar[Any] = contextvars.ContextVar("tether_lang_active", default=None)
 
@@ -137,11 +143,20 @@ class HoleRequest:
     after: Any = None  # AFTER(V, triggers)
 
 
+class NestableQuery(abc.ABC):
+    """A query object a running query can call or use as a hole type (``[X: q]``): `Query`,
+    and LMQL's query objects (``lmql.py``). The runtime knows queries by this base alone."""
+
+    @abc.abstractmethod
+    def nested(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> NestedCall:
+        """This query called with ``args``/``kwargs`` inside a running query."""
+
+
 @dataclass
 class NestedCall:
     """A query called inside a running query: used as a hole type or awaited."""
 
-    query: Any
+    query: Query
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
 
@@ -283,10 +298,9 @@ class Program:
     def environment(self, context: Any = None) -> dict[str, Any]:
         """The globals a run of the query sees: ``lmql`` (tether's LMQL surface, also what
         ``import lmql`` gives inside the query), ``context``, the caller's names, the prelude."""
-        from tether.lang import lmql as lmql_surface  # noqa: PLC0415 (cycle)
-
-        env: dict[str, Any] = {"__builtins__": lmql_surface.query_builtins(), "__name__": f"tether.query.{self.name}"}
-        env.update({"lmql": lmql_surface, "tether": lmql_surface, "context": context})
+        lmql = surface()
+        env: dict[str, Any] = {"__builtins__": lmql.builtins(), "__name__": f"tether.query.{self.name}"}
+        env.update({"lmql": lmql.module, "tether": lmql.module, "context": context})
         env.update({k: v for k, v in self.base_env.items() if k != "context"})
         env[STR_FN] = _fmt
         if self.qast.prelude.strip():
@@ -357,13 +371,8 @@ class Program:
                 supplied = True
                 break
         if not supplied:
-            from tether.lang.lmql import LMQLQuery  # noqa: PLC0415 (cycle)
-            from tether.lang.query import Query  # noqa: PLC0415 (cycle)
-
-            if isinstance(tp, LMQLQuery):
-                tp = tp.query
-            if isinstance(tp, Query):
-                tp = NestedCall(tp, (), {})
+            if isinstance(tp, NestableQuery):
+                tp = tp.nested((), {})
             if isinstance(tp, NestedCall):
                 yield ("nested_begin", name)
                 ret = yield from tp.generator(context)
@@ -411,13 +420,11 @@ def _check_names(expr: ast.expr, var: str, scope: dict[str, Any], holes: frozens
 
 
 def _clean_vars(d: dict[str, Any]) -> dict[str, Any]:
-    from tether.lang.query import Query  # noqa: PLC0415
-
     out = {}
     for k, v in d.items():
-        if k.startswith("__") or isinstance(v, types.ModuleType | types.FunctionType | type | Query | types.BuiltinFunctionType):
+        if k.startswith("__") or isinstance(v, types.ModuleType | types.FunctionType | type | types.BuiltinFunctionType):
             continue
-        if isinstance(v, types.SimpleNamespace) or type(v).__name__ in ("LMQLQuery", "Context"):
+        if isinstance(v, NestableQuery | Context | types.SimpleNamespace):
             continue
         out[k] = v
     return out
@@ -615,10 +622,11 @@ class Runtime:
         """A new branch running ``program`` with ``args`` (paused at its first hole)."""
         return Execution(program, args, self)
 
-    def step_options(self) -> dict[str, Any]:
-        """The `tether.decoding` options every hole decodes with."""
-        return {"fast_forward": True, "close_on_budget": self.close_on_budget, "selective": True,
-                "stop_outside": self.stop_outside}
+    def step_settings(self) -> Settings:
+        """The `tether.decoding` settings every hole decodes with (each hole sets its own
+        budget and triggered region: `branches.Hole.settings`)."""
+        return Settings(fast_forward=True, close_on_budget=self.close_on_budget, selective=True,
+                        stop_outside=self.stop_outside)
 
     # -- small services for executions ---------------------------------------------------
 
@@ -673,7 +681,7 @@ class Runtime:
             g = spec.grammar
             assert g is not None
             if lead:
-                g = Grammar.sequence(regex_grammar("[ ]?"), g)  # type: ignore[attr-defined]
+                g = Grammar.sequence(regex_grammar("[ ]?"), g)
             hit = (spec, compile_output(self.model, dataclasses.replace(spec, grammar=g)))
             self._compiled[key] = hit
         return hit[1].matcher()

@@ -94,7 +94,7 @@ class HoleState:
         return HoleState(self.var, text, final, n_tokens, self.scope, self.future, self.tokenize)
 
 
-class _TokenList(list):  # a list standing for the tokens of the current hole
+class _TokenList(list[Any]):  # a list standing for the tokens of the current hole
     pass
 
 

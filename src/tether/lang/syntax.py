@@ -40,11 +40,12 @@ import re
 import textwrap
 import tokenize
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Literal
 
 from tether import limits
-from tether.decoding.decoders import ArgumentError, check_bool, check_int, check_number, check_seed
-from tether.errors import QuerySyntaxError
+from tether.decoding.decoders import check_bool, check_int, check_number, check_seed
+from tether.errors import ArgumentError, QuerySyntaxError
 
 DECODERS = ("argmax", "greedy", "sample", "beam", "beam_search")
 WHERE_MARK = "__tether_where__"
@@ -110,7 +111,7 @@ def parse_python(src: str, mode: str = "exec", filename: str = "<query>") -> ast
         line = src.count("\n", 0, nul) + 1
         raise SyntaxError("null byte in query text", (filename, line, nul - src.rfind("\n", 0, nul), src, None, None))
     try:
-        tree = ast.parse(src, filename, mode=mode)  # type: ignore[call-overload]
+        tree = ast.parse(src, filename, mode=mode)
     except (RecursionError, MemoryError):
         raise SyntaxError(f"too deeply nested for Python's parser (Limits.max_nesting is "
                           f"{limits.current().max_nesting})", (filename, 1, 1, src, None, None)) from None
@@ -257,7 +258,8 @@ class DecoderSpec:
 
     @property
     def n(self) -> int:
-        return int(self.args.get("n", 1))  # type: ignore[call-overload]
+        n = self.args.get("n", 1)  # an int: the decoder clause's arguments are checked
+        return int(n) if isinstance(n, Integral) else 1
 
 
 DECODER_ARGS = ("n", "temperature", "seed", "max_len", "max_tokens", "stop_on_masked", "engine", "batch",

@@ -17,8 +17,8 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from tether.errors import MissingDependencyError, ModelError
-from tether.models.base import Costs, Model, ModelArgumentError
+from tether.errors import MissingDependencyError, ModelArgumentError, ModelError
+from tether.models.base import Costs, Model
 
 if TYPE_CHECKING:
     from tether.models.llama_cpp import LlamaCppModel

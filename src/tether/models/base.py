@@ -52,6 +52,9 @@ class Costs:
     def snapshot(self) -> Costs:
         return Costs(**{f.name: getattr(self, f.name) for f in fields(self)})
 
+    def __add__(self, other: Costs) -> Costs:
+        return Costs(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
     def __sub__(self, other: Costs) -> Costs:
         return Costs(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
 
@@ -72,21 +75,41 @@ class Model(Protocol):
     `ModelArgumentError` for token ids outside ``[0, vocabulary.n_logits)`` or an
     empty sequence. No backend lets its library's own exceptions out: failures are
     `ModelError` (``retryable`` where a retry may help).
+
+    ``tokenize(text, special=True)`` reads special-token texts (``<start_of_turn>``) in
+    ``text`` as the special tokens (a rendered chat prompt); by default they are text.
     """
 
-    vocabulary: Vocabulary
-    costs: Costs
-    name: str
-    n_ctx: int | None
+    # read-only members: a backend may hold them as attributes or properties
+    @property
+    def vocabulary(self) -> Vocabulary: ...
+
+    @property
+    def costs(self) -> Costs: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def n_ctx(self) -> int | None: ...
 
     @property
     def eos_ids(self) -> tuple[int, ...]: ...
 
-    def tokenize(self, text: str, *, add_bos: bool = False) -> list[int]: ...
+    def tokenize(self, text: str, *, add_bos: bool = False, special: bool = False) -> list[int]: ...
 
     def detokenize(self, tokens: Sequence[int]) -> bytes: ...
 
     def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]: ...
+
+
+@runtime_checkable
+class BatchLogits(Protocol):
+    """A model that evaluates several sequences in one forward pass: ``logits_batch(seqs)``
+    is ``float32[len(seqs), n_logits]``, row ``i`` the logits after ``seqs[i]`` (one model
+    call in `Costs`)."""
+
+    def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]: ...
 
 
 @runtime_checkable
@@ -101,6 +124,32 @@ class ChatTemplated(Protocol):
 
     @property
     def chat_template(self) -> str | None: ...
+
+
+@runtime_checkable
+class ChatFormatter(Protocol):
+    """A model that writes chat turns with code of its own instead of a Jinja template
+    tether renders: a Hugging Face tokenizer's ``apply_chat_template`` (the transformers
+    backend), Gemma's turn markup for a GGUF without a template (llama.cpp). Returns the
+    prompt text, special tokens as text; raises `ModelError` where it has no format.
+    """
+
+    def apply_chat_template(self, messages: Sequence[dict[str, str]], *,
+                            add_generation_prompt: bool = True) -> str: ...
+
+
+@runtime_checkable
+class BlackBox(Protocol):
+    """A black-box model (an HTTP API, `tether.models.openai_http`): tether cannot read its
+    logits, so it passes constraints through in the server's own fields and checks the
+    replies (`tether.program.remote`). Its class says so with ``black_box = True``."""
+
+    black_box: bool
+
+
+def is_black_box(model: object) -> bool:
+    """Whether ``model`` is a `BlackBox` model (``black_box`` true)."""
+    return isinstance(model, BlackBox) and bool(model.black_box)
 
 
 def check_tokens(tokens: Sequence[int], n_vocab: int, n_ctx: int | None,
@@ -162,8 +211,11 @@ class IntOption:
                 f"option {name}={value} is out of range [{self.lo}, {self.hi}]", argument=name)
 
 
-def check_options(options: Mapping[str, Any], known: Mapping[str, IntOption | type | tuple[type, ...]],
-                  backend: str) -> None:
+# How `check_options` checks one load option: a range, or the accepted type(s).
+OptionRule = IntOption | type | tuple[type, ...]
+
+
+def check_options(options: Mapping[str, Any], known: Mapping[str, OptionRule], backend: str) -> None:
     """Validate a backend's load options: every name known, every value of its type/range.
 
     ``known`` maps a name to an `IntOption` or to the accepted type(s) (None always

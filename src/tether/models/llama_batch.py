@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.errors import ContextLengthError, ModelError
-from tether.models.base import Costs, ModelArgumentError, check_tokens
+from tether.errors import ContextLengthError, ModelArgumentError, ModelError
+from tether.models.base import Costs, check_tokens
 from tether.models.llama_cpp import LlamaCppModel
 
 if TYPE_CHECKING:
@@ -102,7 +102,8 @@ class Session:
 
     def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]:
         """Logits after ``tokens`` (a new array), evaluated in the next shared batch."""
-        return self.logits_batch([tokens])[0]
+        row: NDArray[np.float32] = self.logits_batch([tokens])[0]
+        return row
 
     def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]:
         """Logits after each of ``seqs`` (at most one per slot of this session).

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.errors import ContextLengthError, MissingDependencyError, ModelError
+from tether.errors import ContextLengthError, MissingDependencyError, ModelArgumentError, ModelError
 from tether.models.base import (
     N_THREADS,
     SEED,
     Costs,
     IntOption,
-    ModelArgumentError,
     ModelIdioms,
+    OptionRule,
     check_options,
     check_tokens,
 )
@@ -141,7 +141,7 @@ _EXTRA_OPTIONS: dict[str, tuple[str, IntOption | type]] = {
     "flash_attn_type": ("context", IntOption(-1, 1, none_ok=False)),  # auto, off, on
 }
 
-LLAMA_OPTIONS = {
+LLAMA_OPTIONS: dict[str, OptionRule] = {
     "n_ctx": IntOption(1, 1 << 24, doc="context window in tokens (at most the model's trained one)"),
     "n_threads": N_THREADS,
     "n_threads_batch": N_THREADS,
@@ -199,7 +199,14 @@ class LlamaCppModel(ModelIdioms):
         _llama: Any = None,
         **llama_options: Any,
     ) -> None:
-        self._model = self._ctx = self._batch = None
+        # llama.cpp's bindings and handles (ctypes pointers and the batch struct, through
+        # the untyped module `_init_backend` returns); None before loading and after
+        # close(), which may run on a model whose loading failed half-way
+        self._lib: Any = None
+        self._model: Any = None
+        self._ctx: Any = None
+        self._batch: Any = None
+        self._own_model = False
         check_options(dict(n_threads=n_threads, n_threads_batch=n_threads_batch, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers,
                            n_batch=n_batch, n_seq=n_seq, seed=seed, verbose=verbose),
                       LLAMA_OPTIONS, "llama.cpp")
@@ -609,17 +616,17 @@ class LlamaCppModel(ModelIdioms):
 
     def close(self) -> None:
         """Free llama.cpp's context and model (also done when garbage-collected)."""
-        lib = getattr(self, "_lib", None)
+        lib = self._lib
         if lib is None:
             return
-        if getattr(self, "_batch", None) is not None:
+        if self._batch is not None:
             lib.llama_batch_free(self._batch)
             self._batch = None
-        if getattr(self, "_ctx", None):
+        if self._ctx:
             lib.llama_free(self._ctx)
             self._ctx = None
-        if getattr(self, "_model", None):
-            if getattr(self, "_own_model", False):
+        if self._model:
+            if self._own_model:
                 lib.llama_model_free(self._model)
             self._model = None
         self._owner = None

@@ -41,8 +41,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tether.errors import ModelError
-from tether.models.base import Costs, IntOption, ModelArgumentError, ModelIdioms, check_options
+from tether.errors import ModelArgumentError, ModelError
+from tether.models.base import Costs, IntOption, ModelIdioms, check_options
 
 Server = Literal["tether", "vllm", "llama.cpp", "llama-cpp-python", "openai"]
 SERVERS: tuple[str, ...] = get_args(Server)
@@ -222,7 +222,7 @@ class OpenAIModel(ModelIdioms):
         return (self._root() if root else self.base_url) + path
 
     def _wait(self, attempt: int) -> float:
-        return min(self.backoff * (2 ** attempt), _MAX_BACKOFF)
+        return min(self.backoff * 2.0 ** attempt, _MAX_BACKOFF)
 
     def _check_retry(self, exc: httpx.HTTPError, url: str, attempt: int) -> None:
         """Return when ``exc`` (a failed attempt) may be retried, else raise its ModelError."""

@@ -84,10 +84,10 @@ class ScriptedModel(ModelIdioms):
         """Greedy longest match over the vocabulary (raises ValueError for a byte no token has)."""
         if self._table is None:
             self._table = {}
-            for i, t in enumerate(self.vocabulary.tokens):
-                if t and t not in self._table:
-                    self._table[t] = i
-        table, longest = self._table, max(len(t) for t in self._table)
+            for i, piece in enumerate(self.vocabulary.tokens):
+                if piece and piece not in self._table:
+                    self._table[piece] = i
+        table, longest = self._table, max(len(piece) for piece in self._table)
         out = [self.vocabulary.bos_id] if add_bos and self.vocabulary.bos_id is not None else []
         data, i = text.encode(), 0
         while i < len(data):
@@ -152,11 +152,11 @@ class ScriptedModel(ModelIdioms):
 
     def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]:
         """Logits for several sequences in one (counted) call."""
-        seqs = [check_tokens(s, self.vocabulary.n_logits, self.n_ctx) for s in seqs]
-        rows = [self._compute(s) for s in seqs]
+        checked = [check_tokens(s, self.vocabulary.n_logits, self.n_ctx) for s in seqs]
+        rows = [self._compute(s) for s in checked]
         self.costs.model_calls += 1
-        self.costs.evaluated_tokens += sum(len(s) for s in seqs)
-        self.calls_log.append(sum(len(s) for s in seqs))
+        self.costs.evaluated_tokens += sum(len(s) for s in checked)
+        self.calls_log.append(sum(len(s) for s in checked))
         return np.stack(rows)
 
     def apply_chat_template(self, messages: Sequence[dict[str, str]], *, add_generation_prompt: bool = True) -> str:

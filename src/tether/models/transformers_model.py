@@ -25,21 +25,30 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.errors import MissingDependencyError, ModelError, TetherError, require
+from tether.errors import (
+    MissingDependencyError,
+    ModelArgumentError,
+    ModelError,
+    TetherError,
+    require,
+)
 from tether.models.base import (
     N_THREADS,
     Costs,
     IntOption,
-    ModelArgumentError,
     ModelIdioms,
+    OptionRule,
     check_options,
     check_tokens,
 )
+
+if TYPE_CHECKING:
+    from tether.tokens import Vocabulary
 
 EMBEDDED_HF_DIR = Path.home() / ".cache" / "tether" / "gemma3-270m-hf"
 
@@ -120,6 +129,7 @@ class TransformersModel(ModelIdioms):
         # ``tokenize_with``: another backend of the same vocabulary whose tokenizer is the
         # reference (the GGUF's, through llama.cpp); its Vocabulary is used as well
         self._tokenize_with = tokenize_with
+        self.vocabulary: Vocabulary
         if tokenize_with is not None:
             self.vocabulary = tokenize_with.vocabulary
             if self.vocabulary.n_logits != n_logits:
@@ -186,6 +196,15 @@ class TransformersModel(ModelIdioms):
         t = getattr(self.tokenizer, "chat_template", None)
         return t if isinstance(t, str) else None
 
+    def apply_chat_template(self, messages: Sequence[dict[str, str]], *, add_generation_prompt: bool = True) -> str:
+        """The tokenizer's own ``apply_chat_template`` (`tether.models.base.ChatFormatter`):
+        the prompt text, special tokens as text. Its errors are the caller's to report."""
+        text = self.tokenizer.apply_chat_template(list(messages), tokenize=False,
+                                                  add_generation_prompt=add_generation_prompt)
+        if not isinstance(text, str):
+            raise ModelError(f"the chat template of {self.name!r} returned {type(text).__name__}, not text")
+        return text
+
     def reset(self) -> None:
         self._cache, self._cached, self._h = None, [], None
 
@@ -225,7 +244,8 @@ class TransformersModel(ModelIdioms):
     def _finish(self, z: Any) -> NDArray[np.float32]:
         if self._softcap:
             z = self._torch.tanh(z / self._softcap) * self._softcap
-        return z.float().cpu().numpy()
+        out: NDArray[np.float32] = z.float().cpu().numpy()
+        return out
 
     def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]:
         """Full logits ``float32[n_logits]`` after ``tokens``."""
@@ -292,7 +312,7 @@ class TransformersModel(ModelIdioms):
         return f"TransformersModel({self.name}, device={self.device}, selective<= {self.selective_threshold})"
 
 
-TRANSFORMERS_OPTIONS: dict[str, Any] = {
+TRANSFORMERS_OPTIONS: dict[str, OptionRule] = {
     "gguf_file": str, "device": str, "dtype": str, "n_threads": N_THREADS,
     "selective_threshold": IntOption(0, 1 << 31), "n_ctx": IntOption(1, 1 << 24),
     "model": object, "tokenizer": object, "tokenize_with": object,

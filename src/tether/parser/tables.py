@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -380,7 +380,7 @@ def _encode(grammar: Grammar) -> _Encoded:
     productive[:n_td] = b"\x01" * n_td
     productive[n_ps:] = b"\x01" * (n_ids - n_ps)
     is_prod = productive.__getitem__
-    rest = range(n_rules)
+    rest: Sequence[int] = range(n_rules)
     for _ in range(_SWEEPS):
         left = []
         for r in rest:
@@ -421,11 +421,11 @@ def _encode(grammar: Grammar) -> _Encoded:
             continue
         expanded[a] = 1
         for r in by_lhs[a]:
-            rhs = prhs[r - 1]
+            right = prhs[r - 1]
             n0 = len(reach)
-            reach.update(rhs)
+            reach.update(right)
             if len(reach) != n0:
-                todo += rhs
+                todo += right
     kept = [r for r in range(n_rules) if good[r] and plhs[r] in reach]
     dropped = tuple(n for n in nt_names[1:] if nid[n] not in reach)
 
@@ -442,7 +442,7 @@ def _encode(grammar: Grammar) -> _Encoded:
     every = len(kept) == n_rules
     names = nt_names if every else [START, *dict.fromkeys(nt_names[plhs[r] - n_td] for r in kept)]
     n_t = len(terminals)
-    rules_of = None
+    rules_of: list[tuple[int, ...]] | None = None
     if n_t == n_td and names == nt_names:  # provisional ids are final
         lhs = [n_td, *plhs] if every else [n_td, *(plhs[r] for r in kept)]
         rhs = [(start_id,), *prhs] if every else [(start_id,), *(prhs[r] for r in kept)]

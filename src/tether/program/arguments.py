@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether import limits
-from tether.decoding.decoders import ArgumentError, check_bool, check_int, check_number, check_seed
+from tether.decoding.decoders import check_bool, check_int, check_number, check_seed
+from tether.errors import ArgumentError
 from tether.limits import Limits
 
 Prompt = str | list[dict[str, str]]

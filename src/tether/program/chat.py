@@ -2,28 +2,27 @@
 
 The template comes from, in order: ``chat_template=`` given by the caller (a Jinja
 string), the model's ``chat_template`` (`tether.models.base.ChatTemplated`: the template
-stored in a GGUF file, a Hugging Face tokenizer's), a Hugging Face tokenizer's
-``apply_chat_template``, or the backend's own ``apply_chat_template`` (llama.cpp: Gemma's
-turn markup for a Gemma GGUF without a template). If none exists the
+stored in a GGUF file, a Hugging Face tokenizer's), or the backend's own
+``apply_chat_template`` (`tether.models.base.ChatFormatter`: a Hugging Face tokenizer's;
+llama.cpp: Gemma's turn markup for a Gemma GGUF without a template). If none exists the
 call raises `ModelError` saying so; tether does not guess a template.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tether import limits
-from tether.decoding.decoders import ArgumentError
 from tether.decoding.logits import model_call
-from tether.errors import MissingDependencyError, ModelError, TetherError
-from tether.models.base import ChatTemplated
+from tether.errors import ArgumentError, MissingDependencyError, ModelError, TetherError
+from tether.models.base import ChatFormatter, ChatTemplated, Model
 from tether.program.arguments import check_messages
 
 Message = Mapping[str, str]
 
 
-def template_of(model: Any) -> str | None:
+def template_of(model: object) -> str | None:
     """The Jinja chat template a model carries, if any (`ChatTemplated.chat_template`)."""
     if isinstance(model, ChatTemplated):
         t = model.chat_template
@@ -32,22 +31,26 @@ def template_of(model: Any) -> str | None:
     return None
 
 
-def has_chat_format(model: Any) -> bool:
+def has_chat_format(model: object) -> bool:
     """Whether `render_chat` has a way to write this model's turns without
-    ``chat_template=``: a template it carries (`template_of`), or a tokenizer's or the
-    backend's own ``apply_chat_template`` (which may still refuse, e.g. llama.cpp for a
-    GGUF that is neither templated nor Gemma)."""
-    if template_of(model) is not None:
-        return True
-    tok = getattr(model, "tokenizer", None)
-    return callable(getattr(tok, "apply_chat_template", None)) or callable(getattr(model, "apply_chat_template", None))
+    ``chat_template=``: a template it carries (`template_of`), or the backend's own
+    ``apply_chat_template`` (which may still refuse, e.g. llama.cpp for a GGUF that is
+    neither templated nor Gemma)."""
+    return template_of(model) is not None or _formatter(model) is not None
 
 
-def _special_text(model: Any, token_id: int | None) -> str:
+def _formatter(model: object) -> Callable[..., str] | None:
+    """The backend's ``apply_chat_template`` (`ChatFormatter`), unless it is switched off
+    (set to None on the instance)."""
+    if isinstance(model, ChatFormatter) and callable(model.apply_chat_template):
+        return model.apply_chat_template
+    return None
+
+
+def _special_text(model: Model, token_id: int | None) -> str:
     if token_id is None:
         return ""
-    names = getattr(model.vocabulary, "special_names", {}) or {}
-    return names.get(token_id, "")
+    return model.vocabulary.special_names.get(token_id, "")
 
 
 def render_jinja(template: str, messages: list[dict[str, str]], *, bos_token: str = "", eos_token: str = "",
@@ -78,7 +81,7 @@ def render_jinja(template: str, messages: list[dict[str, str]], *, bos_token: st
     return text
 
 
-def render_chat(model: Any, messages: Sequence[Any], *, chat_template: str | None = None,
+def render_chat(model: Model, messages: Sequence[Any], *, chat_template: str | None = None,
                 add_generation_prompt: bool = True) -> str:
     """The prompt text for ``messages`` in the model's own format (special tokens as text).
 
@@ -90,23 +93,17 @@ def render_chat(model: Any, messages: Sequence[Any], *, chat_template: str | Non
     if template is not None:
         vocab = model.vocabulary
         eos = vocab.eos_ids[0] if vocab.eos_ids else None
-        return render_jinja(template, msgs, bos_token=_special_text(model, getattr(vocab, "bos_id", None)),
+        return render_jinja(template, msgs, bos_token=_special_text(model, vocab.bos_id),
                             eos_token=_special_text(model, eos), add_generation_prompt=add_generation_prompt)
-    tok = getattr(model, "tokenizer", None)
-    text: Any = None
-    if tok is not None and callable(getattr(tok, "apply_chat_template", None)):
-        text = model_call(model, lambda: tok.apply_chat_template(msgs, tokenize=False,
-                                                                 add_generation_prompt=add_generation_prompt))
-    elif callable(getattr(model, "apply_chat_template", None)):
-        text = model_call(model, lambda: model.apply_chat_template(msgs, add_generation_prompt=add_generation_prompt))
-    if text is not None:
+    apply = _formatter(model)
+    if apply is not None:
+        text: object = model_call(model, lambda: apply(msgs, add_generation_prompt=add_generation_prompt))
         if not isinstance(text, str):
-            raise ModelError(f"the chat template of {getattr(model, 'name', model)!r} returned "
-                             f"{type(text).__name__}, not text")
+            raise ModelError(f"the chat template of {model.name!r} returned {type(text).__name__}, not text")
         limits.check("max_prompt_chars", len(text), "the rendered chat prompt")
         return text
     raise ModelError(
-        f"model {getattr(model, 'name', model)!r} has no chat template: pass a plain prompt, or "
+        f"model {model.name!r} has no chat template: pass a plain prompt, or "
         "chat_template='<jinja template>' to say how its turns are written"
     )
 
@@ -114,7 +111,7 @@ def render_chat(model: Any, messages: Sequence[Any], *, chat_template: str | Non
 _MARK = "\ue000tether-open-turn\ue000"  # where an open turn's content ends, in a rendering
 
 
-def render_open_turn(model: Any, closed: Sequence[Any], role: str, content: str, *,
+def render_open_turn(model: Model, closed: Sequence[Any], role: str, content: str, *,
                      chat_template: str | None = None) -> str:
     """The prompt for continuing an open turn: ``closed`` turns, then the ``role`` turn
     holding ``content`` so far, left open (the template's text up to where the turn's
@@ -136,11 +133,10 @@ def render_open_turn(model: Any, closed: Sequence[Any], role: str, content: str,
                      "placed in it; pass chat_template= with a template that keeps it")
 
 
-def tokenize_rendered(model: Any, text: str) -> list[int]:
+def tokenize_rendered(model: Model, text: str) -> list[int]:
     """Tokens of a rendered chat prompt: special-token texts become special tokens, and a
     leading BOS text becomes the BOS token."""
-    vocab = model.vocabulary
-    bos_text = _special_text(model, getattr(vocab, "bos_id", None))
+    bos_text = _special_text(model, model.vocabulary.bos_id)
     add_bos = True
     if bos_text and text.startswith(bos_text):
         text = text[len(bos_text):]
@@ -151,5 +147,5 @@ def tokenize_rendered(model: Any, text: str) -> list[int]:
     except TetherError:
         raise
     except Exception as exc:  # noqa: BLE001 -- the backend's tokenizer failed
-        raise ModelError(f"model {getattr(model, 'name', model)!r} could not tokenize the prompt: "
+        raise ModelError(f"model {model.name!r} could not tokenize the prompt: "
                          f"{type(exc).__name__}: {exc}") from exc

@@ -33,18 +33,19 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import nullcontext
 from contextvars import ContextVar, Token
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from tether import limits
-from tether.decoding import Argmax, Sample, decode, plan_healing
-from tether.decoding.decoders import ArgumentError, check_bool, check_int, check_number, check_seed
+from tether.decoding import Argmax, Decoder, Sample, decode, plan_healing
+from tether.decoding.decoders import check_bool, check_int, check_number, check_seed
+from tether.errors import ArgumentError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
-from tether.models.base import Costs, Model
+from tether.models.base import Costs, Model, is_black_box
 from tether.program.arguments import check_limits_arg, check_stop
 from tether.program.chat import render_chat, render_open_turn, tokenize_rendered
 from tether.program.generate import (
@@ -66,12 +67,15 @@ from tether.program.outputs import (
 from tether.program.remote import fill_hole as remote_hole
 from tether.program.view import HoleInfo, generation_hole
 
+if TYPE_CHECKING:
+    from tether.program.program_stream import ProgramStream
+
 
 class Piece:
     """A part of a program: text, a hole, a chat turn. ``+`` joins pieces into a `Program`."""
 
     def __add__(self, other: Any) -> Program:
-        return Program((self,)) + other
+        return Program((self, *_as_program(other).pieces))
 
     def __radd__(self, other: Any) -> Program:
         return _as_program(other) + self
@@ -328,7 +332,7 @@ def check_model(model: Any) -> Any:
         from tether.models import load_model
 
         return load_model(model)
-    if not isinstance(model, Model) and not getattr(model, "black_box", False):
+    if not isinstance(model, Model) and not is_black_box(model):
         raise ArgumentError("model", model, "a model from tether.load_model(...)")
     return model
 
@@ -388,10 +392,6 @@ class Transcript:
                           self.holes, self.chat or scope is not None)
 
 
-def _add_costs(a: Costs, b: Costs) -> Costs:
-    return Costs(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(Costs)})
-
-
 class Deferred(Piece):
     """A piece that writes itself when its turn comes (a `tether.function` call)."""
 
@@ -399,26 +399,43 @@ class Deferred(Piece):
         raise NotImplementedError
 
 
-def fill_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptions,
-              scope: Scope | None) -> Transcript:
-    """Decode one hole after everything written so far; the new transcript holds its text
-    and capture."""
+@dataclass(frozen=True)
+class HolePlan:
+    """How one hole is decoded: its output, decoder and prompt (`plan_hole`).
+    ``tokens`` is None for a black-box HTTP model (one request per hole, see
+    `remote_generation`); else ``options`` are the keywords of ``decode``/``decode_iter``."""
+
+    spec: OutputSpec
+    decoder: Decoder
+    max_tokens: int
+    stop: list[str]
+    prompt: str
+    tokens: list[int] | None = None
+    compiled: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def matcher(self) -> Any:
+        return self.compiled.matcher() if self.compiled is not None else None
+
+
+def plan_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptions,
+              scope: Scope | None) -> HolePlan:
+    """Everything before decoding a hole after ``tr``: its checks, output, decoder, and
+    the prompt (plain text, or the conversation with ``scope``'s turn left open)."""
     if scope is None and tr.chat:
         raise ArgumentError("a hole outside a turn", piece,
                             "inside system()/user()/assistant() once the program has chat turns")
     spec = piece.spec()
     temp = piece.temperature if isinstance(piece, Gen) and piece.temperature is not None else options.temperature
     seed = options.seed
-    dec = Sample(temperature=temp, seed=None if seed is None else seed + tr.holes) if temp else Argmax()
+    dec: Decoder = Sample(temperature=temp, seed=None if seed is None else seed + tr.holes) if temp else Argmax()
     max_tokens = piece.max_tokens if isinstance(piece, Gen) else 64
     stop = list(piece.stop) if isinstance(piece, Gen) else []
-    before = model.costs.snapshot()
-    if getattr(model, "black_box", False) and not (tr.chat or scope is not None):
+    if is_black_box(model) and not (tr.chat or scope is not None):
         # an HTTP model: one request per hole, the constraint in the server's own field
         prompt = tr.plain_text()
         limits.check("max_prompt_chars", len(prompt), "the program text before a hole")
-        g = remote_hole(model, prompt, spec, decoder=dec, max_tokens=max_tokens, stop=stop)
-        return _with_hole(tr, piece, g, scope, model.costs.snapshot() - before)
+        return HolePlan(spec, dec, max_tokens, stop, prompt)
     cc = compile_output(model, spec)
     if tr.chat or scope is not None:
         prompt = tr.render(model, options, open_turn=scope)
@@ -432,14 +449,32 @@ def fill_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptio
         limits.check("max_prompt_chars", len(prompt), "the program text before a hole")
         pp = prepare_prompt(model, prompt, healing=options.healing, chat_template=None)
         tokens, heal = pp.tokens, pp.heal
-    [d] = decode(model, tokens, cc.matcher() if cc is not None else None, dec, heal=heal,
-                 max_tokens=max_tokens, stop=stop, fast_forward=options.fast_forward,
-                 close_on_budget=piece.close_on_budget, **region_options(spec, max_tokens))
-    g = to_generation(model, d, spec, Costs(), prompt)
-    return _with_hole(tr, piece, g, scope, model.costs.snapshot() - before)
+    decode_options = dict(heal=heal, max_tokens=max_tokens, stop=stop, fast_forward=options.fast_forward,
+                          close_on_budget=piece.close_on_budget, **region_options(spec, max_tokens))
+    return HolePlan(spec, dec, max_tokens, stop, prompt, list(tokens), cc, decode_options)
 
 
-def _with_hole(tr: Transcript, piece: Gen | Select, g: Generation, scope: Scope | None,
+def remote_generation(model: Any, plan: HolePlan) -> Generation:
+    """A black-box model's output for a hole (``plan.tokens`` is None)."""
+    return remote_hole(model, plan.prompt, plan.spec, decoder=plan.decoder, max_tokens=plan.max_tokens,
+                       stop=plan.stop)
+
+
+def fill_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptions,
+              scope: Scope | None) -> Transcript:
+    """Decode one hole after everything written so far; the new transcript holds its text
+    and capture."""
+    before = model.costs.snapshot()
+    plan = plan_hole(model, tr, piece, options, scope)
+    if plan.tokens is None:
+        g = remote_generation(model, plan)
+    else:
+        [d] = decode(model, plan.tokens, plan.matcher(), plan.decoder, **plan.options)
+        g = to_generation(model, d, plan.spec, Costs(), plan.prompt)
+    return with_hole(tr, piece, g, scope, model.costs.snapshot() - before)
+
+
+def with_hole(tr: Transcript, piece: Gen | Select, g: Generation, scope: Scope | None,
                spent: Costs) -> Transcript:
     """``tr`` with the hole's output ``g`` written and captured."""
     captures, errors = tr.captures, tr.errors
@@ -455,14 +490,21 @@ def _with_hole(tr: Transcript, piece: Gen | Select, g: Generation, scope: Scope 
             errors[piece.name] = g.error
         elif not piece.list_append:
             errors.pop(piece.name, None)  # the error was about the value this one replaces
-    costs = _add_costs(tr.costs, spent)
+    costs = tr.costs + spent
     chunks = tr.chunks + (Chunk(g.text, scope, generation_hole(g, piece.name)),) if g.text else tr.chunks
     return Transcript(chunks, captures, errors, costs, tr.holes + 1, tr.chat or scope is not None)
 
 
-def write(model: Any, tr: Transcript, piece: Piece, options: RunOptions, scope: Scope | None) -> Transcript:
-    """``piece`` written after ``tr`` in ``scope``: text appended, holes filled left to
-    right, turns opened for role pieces (nested programs walked without recursion)."""
+# a hole to fill, as `write_steps` asks for it: the transcript so far, the hole, its turn
+HoleRequest = tuple[Transcript, "Gen | Select", "Scope | None"]
+
+
+def write_steps(model: Any, tr: Transcript, piece: Piece, options: RunOptions,
+                scope: Scope | None) -> Generator[HoleRequest, Transcript, Transcript]:
+    """``piece`` written after ``tr`` in ``scope``: text appended, turns opened for role
+    pieces (nested programs walked without recursion); each hole, left to right, is
+    yielded as a request and the transcript with it filled is sent back (`write` fills
+    them at once, `tether.program.program_stream` step by step). Returns the transcript."""
     stack: list[tuple[Any, Scope | None]] = [(iter((piece,)), scope)]
     while stack:
         it, sc = stack[-1]
@@ -478,12 +520,24 @@ def write(model: Any, tr: Transcript, piece: Piece, options: RunOptions, scope: 
                 raise ArgumentError(f"{p.role}(...)", p, f"outside other turns (it sits inside a {sc.role} turn)")
             stack.append((iter(p.body.pieces), Scope(p.role, next(_TURNS))))
         elif isinstance(p, Gen | Select):
-            tr = fill_hole(model, tr, p, options, sc)
+            tr = yield (tr, p, sc)
         elif isinstance(p, Deferred):
             tr = p.apply(model, tr, options, sc)
         else:
             raise ArgumentError("a program piece", p, "a str, gen(), select(), a role turn or a program")
     return tr
+
+
+def write(model: Any, tr: Transcript, piece: Piece, options: RunOptions, scope: Scope | None) -> Transcript:
+    """``piece`` written after ``tr`` in ``scope``, its holes filled left to right."""
+    steps = write_steps(model, tr, piece, options, scope)
+    try:
+        request = next(steps)
+        while True:
+            request = steps.send(fill_hole(model, request[0], request[1], options, request[2]))
+    except StopIteration as done:
+        result: Transcript = done.value
+        return result
 
 
 def _as_program(x: Any) -> Program:
@@ -545,3 +599,21 @@ class Program(Piece):
             return ProgramResult(tr.render(model, options), dict(tr.captures), tr.costs, dict(tr.errors))
 
     __call__ = run
+
+    def stream(self, model: Any, *, temperature: float | None = None, seed: int | None = None,
+               healing: bool = True, fast_forward: bool = True, limits: Limits | None = None,
+               chat_template: str | None = None) -> ProgramStream[ProgramResult]:
+        """`run`, streamed: iterate the `HoleEvent` of each hole as it is decoded
+        (capture name, text so far, typed partial value; then ``done``);
+        `ProgramStream.result` gives the `ProgramResult` (`tether.program.program_stream`)."""
+        from tether.program.program_stream import ProgramStream, stream_write
+
+        options = check_run_options(temperature, seed, healing, fast_forward, chat_template)
+        active = check_limits_arg(limits)
+        with limits_in_force(active) if active is not None else nullcontext():
+            model = check_model(model)
+
+        def finish(tr: Transcript) -> ProgramResult:
+            return ProgramResult(tr.render(model, options), dict(tr.captures), tr.costs, dict(tr.errors))
+
+        return ProgramStream(stream_write(model, Transcript(), self, options, None), finish, active)

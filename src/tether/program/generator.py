@@ -32,9 +32,10 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
 
-from tether.decoding.decoders import ArgumentError, check_bool
+from tether.decoding.decoders import check_bool
+from tether.errors import ArgumentError
 from tether.limits import limits as limits_in_force
-from tether.models.base import IDIOMS
+from tether.models.base import IDIOMS, is_black_box
 from tether.program.arguments import check_limits_arg, check_options
 from tether.program.compose import check_model
 from tether.program.generate import Generation, Stream, compile_output, generate, resolve_decoder
@@ -146,7 +147,7 @@ class Generator:
             self.output = output
             self.spec = _spec(output, merged)
             # compiled now: a call finds it in the engine's compile cache
-            self.constraint = None if getattr(self.model, "black_box", False) else compile_output(self.model, self.spec)
+            self.constraint = None if is_black_box(self.model) else compile_output(self.model, self.spec)
         self.defaults = dict(defaults)
 
     def _options(self, options: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -160,7 +161,7 @@ class Generator:
         return {**self.defaults, **options}
 
     def _generate(self, prompt: Any, options: dict[str, Any]) -> Any:
-        if self.constraint is None and getattr(self.model, "black_box", False):
+        if self.constraint is None and is_black_box(self.model):
             return generate(self.model, prompt, self.output, **options)  # the server gets the output itself
         # the lowered output, with the options that shaped it left out (they are in it)
         opts = {k: v for k, v in options.items() if k not in SHAPE_OPTIONS}

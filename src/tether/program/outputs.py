@@ -25,6 +25,7 @@ from typing import Any, Literal
 from tether import limits
 from tether.errors import ConstraintError, MissingDependencyError, TetherError, limited
 from tether.grammar import Grammar, Terminal
+from tether.grammar.ir import Flavor
 from tether.regex import Regex
 
 Kind = Literal["text", "regex", "choices", "json", "pydantic", "type", "grammar", "triggered"]
@@ -60,30 +61,16 @@ class OutputSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def regex_grammar(pattern: str, flavor: str = "python") -> Grammar:
-    """A one-terminal grammar for ``pattern`` (Grammar.from_regex when the front end exists)."""
-    from_regex = getattr(Grammar, "from_regex", None)
-    if from_regex is not None:
-        return from_regex(pattern, flavor=flavor)  # type: ignore[no-any-return]
-    g = Grammar(start="start")
-    g.add_rule("start", g.add_terminal(Terminal("OUT", regex=pattern, flavor=flavor)))  # type: ignore[arg-type]
-    return g
+def regex_grammar(pattern: str, flavor: Flavor = "python") -> Grammar:
+    """A one-terminal grammar for ``pattern`` (`Grammar.from_regex`)."""
+    return Grammar.from_regex(pattern, flavor=flavor)
 
 
 def choices_grammar(options: list[str]) -> Grammar:
-    """One of ``options`` exactly (Grammar.from_choices when the front end exists)."""
+    """One of ``options`` exactly (`Grammar.from_choices`)."""
     if not options:
         raise ConstraintError("a choice needs at least one option")
-    from_choices = getattr(Grammar, "from_choices", None)
-    if from_choices is not None:
-        return from_choices(options)  # type: ignore[no-any-return]
-    g = Grammar(start="start")
-    for i, o in enumerate(dict.fromkeys(options)):
-        if o == "":
-            g.add_rule("start")
-        else:
-            g.add_rule("start", g.add_terminal(Terminal(f"C{i}", literal=o)))
-    return g
+    return Grammar.from_choices(options)
 
 
 WHITESPACE_NAMES = ("compact", "flexible", "pretty")
@@ -114,7 +101,8 @@ class OutputOptions:
 def check_output_options(strict: Any = True, whitespace: Any = "compact", number_bounds: Any = None,
                          *, where: str = "") -> OutputOptions:
     """`OutputOptions` from user arguments; ArgumentError names a bad one."""
-    from tether.decoding.decoders import ArgumentError, check_bool
+    from tether.decoding.decoders import check_bool
+    from tether.errors import ArgumentError
     from tether.grammar.json_schema import NumberBounds
 
     check_bool(f"{where}strict", strict)
@@ -166,7 +154,7 @@ def schema_options(kind: Kind, options: OutputOptions = DEFAULT_OPTIONS) -> dict
 def json_grammar(schema: dict[str, Any] | bool, kind: Kind = "json", options: OutputOptions = DEFAULT_OPTIONS) -> Grammar:
     """The grammar of a schema output, compiled with `schema_options` for ``kind``."""
     try:
-        return Grammar.from_json_schema(schema, **schema_options(kind, options))  # type: ignore[attr-defined,no-any-return]
+        return Grammar.from_json_schema(schema, **schema_options(kind, options))
     except TetherError:
         raise
     except ValueError as exc:  # an option the front end refuses (a whitespace pattern that is not whitespace)
@@ -285,7 +273,7 @@ def triggered_spec(after: Any, output: Any, options: OutputOptions = DEFAULT_OPT
             ends another (``"think>"`` and ``"</think>"``: which one appeared would be
             ambiguous).
     """
-    from tether.decoding.decoders import ArgumentError
+    from tether.errors import ArgumentError
 
     if isinstance(after, str):
         table: dict[str, Any] = {after: output}
@@ -316,8 +304,8 @@ def triggered_spec(after: Any, output: Any, options: OutputOptions = DEFAULT_OPT
         head = Grammar(start="start")
         head.add_rule("start", head.add_terminal(_trigger_terminal(f"AFTER{i}", t, triggers)))
         body = spec.grammar if spec.grammar is not None else regex_grammar("(?s:.)*")
-        branches.append(Grammar.sequence(head, body))  # type: ignore[attr-defined]
-    grammar = branches[0] if len(branches) == 1 else Grammar.union(*branches)  # type: ignore[attr-defined]
+        branches.append(Grammar.sequence(head, body))
+    grammar = branches[0] if len(branches) == 1 else Grammar.union(*branches)
 
     def parse(text: str) -> Any:
         trigger, end = first_trigger(text, triggers)

@@ -44,10 +44,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tether.decoding.decoders import Argmax, ArgumentError, Beam, BestOf, Decoder, Sample
-from tether.errors import ConstraintError, GrammarError, ModelError, limited
+from tether.decoding.decoders import Argmax, Beam, BestOf, Decoder, Sample
+from tether.errors import ArgumentError, ConstraintError, GrammarError, ModelError, limited
 from tether.models.base import Costs
-from tether.program.generate import Generation
+from tether.program.generation import Generation, Stream
 from tether.program.outputs import DEFAULT_OPTIONS, OutputOptions, OutputSpec, Regex, output_spec
 
 SERVERS = ("tether", "vllm", "llama.cpp", "llama-cpp-python", "openai")
@@ -332,8 +332,6 @@ def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, m
 def _stream_remote(model: Any, prompt: Any, spec: OutputSpec, decoder: Decoder, max_tokens: int,
                    stop: Sequence[str], server: str | None) -> Any:
     """Streamed text from the server; the `Stream`'s ``generation`` is validated at the end."""
-    from tether.program.generate import Stream
-
     if isinstance(prompt, list | tuple) and not (prompt and all(isinstance(m, dict) for m in prompt)):
         raise ArgumentError("stream", True, "False for a batch on an HTTP model")
     chat = not isinstance(prompt, str)

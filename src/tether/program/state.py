@@ -36,10 +36,9 @@ import functools
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.decoding.decoders import ArgumentError
-from tether.errors import TetherError
+from tether.errors import ArgumentError, TetherError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 from tether.models.base import IDIOMS, Costs
@@ -48,6 +47,7 @@ from tether.program.compose import (
     ACTIVE_BLOCK,
     Chunk,
     Deferred,
+    Program,
     RoleBlock,
     RunOptions,
     Scope,
@@ -58,6 +58,9 @@ from tether.program.compose import (
     write,
 )
 from tether.program.view import Span, render_html
+
+if TYPE_CHECKING:
+    from tether.program.program_stream import ProgramStream
 
 
 class ModelState:
@@ -119,8 +122,30 @@ class ModelState:
     def __add__(self, other: Any) -> ModelState:
         """A new state: ``other`` (str, gen(), select(), a program, a role turn, a
         function call) written after this one, its holes filled now."""
+        piece, block, scope = self._target(other, "lm + ...")
+        with limits_in_force(self._limits) if self._limits is not None else nullcontext():
+            tr = write(self.model, self._tr, piece, self._options, scope)
+        return ModelState._of(self.model, tr, self._options, self._limits, block, self._scope)
+
+    def stream(self, other: Any) -> ProgramStream[ModelState]:
+        """``self + other``, streamed: iterate the `HoleEvent` of each hole as it is
+        decoded (capture name, text so far, typed partial value; then ``done``), and
+        `ProgramStream.result` gives the new state (`tether.program.program_stream`)."""
+        from tether.program.program_stream import ProgramStream, stream_write
+
+        piece, block, scope = self._target(other, "lm.stream(...)")
+
+        def finish(tr: Transcript) -> ModelState:
+            return ModelState._of(self.model, tr, self._options, self._limits, block, self._scope)
+
+        return ProgramStream(stream_write(self.model, self._tr, piece, self._options, scope), finish,
+                             self._limits)
+
+    def _target(self, other: Any, where: str) -> tuple[Program, RoleBlock | None, Scope | None]:
+        """What an append writes: ``other`` as a program, the role block open now, and
+        the turn it goes to."""
         if isinstance(other, ModelState):
-            raise ArgumentError("lm + ...", other, "text, a hole, a program or a function call (not another state)")
+            raise ArgumentError(where, other, "text, a hole, a program or a function call (not another state)")
         piece = _as_program(other)
         block = ACTIVE_BLOCK.get()
         scope = self._scope
@@ -128,9 +153,7 @@ class ModelState:
             if scope is not None and block.scope != scope:
                 raise ArgumentError(f"with {block.role}()", block, f"outside other turns (inside a {scope.role} turn)")
             scope = block.scope
-        with limits_in_force(self._limits) if self._limits is not None else nullcontext():
-            tr = write(self.model, self._tr, piece, self._options, scope)
-        return ModelState._of(self.model, tr, self._options, self._limits, block, self._scope)
+        return piece, block, scope
 
     def __radd__(self, other: Any) -> ModelState:
         raise ArgumentError("... + lm", other, "written after the state: lm + 'text', not 'text' + lm")
@@ -322,7 +345,8 @@ def function(fn: Callable[..., Any]) -> Callable[..., Call]:
 def add_to_model(model: Any, piece: Any) -> ModelState:
     """``model + piece``: a fresh `ModelState` on ``model`` (default options) with
     ``piece`` written (registered as the models layer's add idiom)."""
-    return ModelState(model) + piece
+    state: ModelState = ModelState(model) + piece  # `+` with an Any operand is typed Any
+    return state
 
 
 IDIOMS.add = add_to_model

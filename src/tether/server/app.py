@@ -19,7 +19,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,9 +28,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Message, Receive, Scope, Send
 
 from tether.errors import LimitError, ModelError
 from tether.limits import Limits, limits
+from tether.models.base import Model, is_black_box
 from tether.server.constraints import (
     Constraint,
     RequestError,
@@ -179,7 +181,7 @@ def load_runner(config: ServerConfig) -> tuple[Runner, str]:
         options.setdefault("n_threads_batch", config.threads_batch or available_cores())
         options.setdefault("n_seq", max(1, min(64, config.parallel * 2, config.limits.max_n * config.parallel)))
     model = load_model(spec or None, **options)
-    if getattr(model, "black_box", False):
+    if is_black_box(model):
         raise ModelError(f"{spec}: tether serve needs a model whose logits it steers (llama.cpp, transformers), "
                          "not a remote API")
     runner = Runner(model, backend_for(model, config), config.limits, threads=config.parallel + 1)
@@ -187,7 +189,7 @@ def load_runner(config: ServerConfig) -> tuple[Runner, str]:
     return runner, str(model.name)
 
 
-def backend_for(model: Any, config: ServerConfig) -> Backend:
+def backend_for(model: Model, config: ServerConfig) -> Backend:
     from tether.models.llama_cpp import LlamaCppModel
     from tether.server.runner import BatchBackend, SerialBackend
 
@@ -613,7 +615,7 @@ SSE_DONE = "data: [DONE]\n\n"
 
 
 async def _guarded(state: State, rec: _Record, job: Job, param: str | None,
-                   events: AsyncIterator[str]) -> AsyncIterator[str]:
+                   events: AsyncGenerator[str, None]) -> AsyncIterator[str]:
     """The tail both SSE streams share: a client that goes away cancels the job (logged as
     499, its slot freed at once); an error once the headers are out is reported in the
     stream (an OpenAI error body), then ``[DONE]``; the job is cancelled in any case."""
@@ -639,7 +641,7 @@ async def _guarded(state: State, rec: _Record, job: Job, param: str | None,
 
 
 async def _chat_stream(state: State, rec: _Record, req: ChatCompletionRequest, c: Constraint, job: Job,
-                       q: asyncio.Queue[Any], fut: asyncio.Future[JobResult], created: int) -> AsyncIterator[str]:
+                       q: asyncio.Queue[Any], fut: asyncio.Future[JobResult], created: int) -> AsyncGenerator[str, None]:
     base = {"id": job.id, "object": "chat.completion.chunk", "created": created, "model": rec.model,
             "system_fingerprint": None}
     usage_wanted = bool(req.stream_options and req.stream_options.include_usage)
@@ -675,7 +677,7 @@ async def _chat_stream(state: State, rec: _Record, req: ChatCompletionRequest, c
 
 
 async def _completion_stream(state: State, rec: _Record, req: CompletionRequest, job: Job, q: asyncio.Queue[Any],
-                             fut: asyncio.Future[JobResult], created: int) -> AsyncIterator[str]:
+                             fut: asyncio.Future[JobResult], created: int) -> AsyncGenerator[str, None]:
     base = {"id": job.id, "object": "text_completion", "created": created, "model": rec.model}
     usage_wanted = bool(req.stream_options and req.stream_options.include_usage)
     offsets = [0] * job.n
@@ -713,7 +715,7 @@ class Guard:
         self.max_body = max_body
         self.state: State = app.state.tether
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -749,7 +751,7 @@ class Guard:
                     return
             sent = False
 
-            async def replay() -> dict[str, Any]:
+            async def replay() -> Message:
                 nonlocal sent
                 if not sent:
                     sent = True
@@ -760,11 +762,11 @@ class Guard:
             return
         await self.app(scope, receive, send)
 
-    async def _too_large(self, send: Any, size: int) -> None:
+    async def _too_large(self, send: Send, size: int) -> None:
         await self._reply(send, HTTPError(413, f"the request body has {size} bytes or more; this server takes at "
                                           f"most {self.max_body}", code="request_too_large"))
 
-    async def _reply(self, send: Any, err: HTTPError, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    async def _reply(self, send: Send, err: HTTPError, extra: list[tuple[bytes, bytes]] | None = None) -> None:
         data = json.dumps(err.body()).encode()
         await send({"type": "http.response.start", "status": err.status,
                     "headers": [(b"content-type", b"application/json"),

@@ -152,6 +152,22 @@ def _one(found: list[Constraint]) -> Constraint:
     return _check_size(found[0]) if found else TEXT
 
 
+def _guided(json_: dict[str, Any] | bool | str | None, regex: str | None, choice: list[str] | None,
+            grammar: str | None, param: str) -> list[Constraint]:
+    """The constraints of vLLM's four fields (``structured_outputs.*``, ``guided_*``) that
+    are set, in that order; ``param`` names each (``"guided_{}"``: ``guided_json``...)."""
+    out = []
+    if json_ is not None:
+        out.append(Constraint("json_schema", param.format("json"), _schema(json_, param.format("json"))))
+    if regex is not None:
+        out.append(Constraint("regex", param.format("regex"), regex))
+    if choice is not None:
+        out.append(_choices(choice, param.format("choice")))
+    if grammar is not None:
+        out.append(Constraint("grammar", param.format("grammar"), grammar))
+    return out
+
+
 def _choices(value: list[str], param: str) -> Constraint:
     if not value:
         raise RequestError(f"{param} needs at least one choice", param)
@@ -177,25 +193,10 @@ def request_constraint(req: ChatCompletionRequest | CompletionRequest) -> Constr
         found.append(Constraint("json_object", "response_format", {"type": "object"}))
     so = req.structured_outputs
     if so is not None:
-        if so.json_ is not None:
-            found.append(Constraint("json_schema", "structured_outputs.json",
-                                    _schema(so.json_, "structured_outputs.json")))
-        if so.regex is not None:
-            found.append(Constraint("regex", "structured_outputs.regex", so.regex))
-        if so.choice is not None:
-            found.append(_choices(so.choice, "structured_outputs.choice"))
-        if so.grammar is not None:
-            found.append(Constraint("grammar", "structured_outputs.grammar", so.grammar))
+        found += _guided(so.json_, so.regex, so.choice, so.grammar, "structured_outputs.{}")
         if so.json_object:
             found.append(Constraint("json_object", "structured_outputs.json_object", {"type": "object"}))
-    if req.guided_json is not None:
-        found.append(Constraint("json_schema", "guided_json", _schema(req.guided_json, "guided_json")))
-    if req.guided_regex is not None:
-        found.append(Constraint("regex", "guided_regex", req.guided_regex))
-    if req.guided_choice is not None:
-        found.append(_choices(req.guided_choice, "guided_choice"))
-    if req.guided_grammar is not None:
-        found.append(Constraint("grammar", "guided_grammar", req.guided_grammar))
+    found += _guided(req.guided_json, req.guided_regex, req.guided_choice, req.guided_grammar, "guided_{}")
     if req.json_schema is not None:
         found.append(Constraint("json_schema", "json_schema", _schema(req.json_schema, "json_schema")))
     if req.grammar is not None:

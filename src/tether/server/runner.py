@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,10 +41,15 @@ from tether.decoding.sampling import log_softmax
 from tether.decoding.stops import StopScanner
 from tether.errors import ContextLengthError, LimitError, TetherError
 from tether.limits import Limits, deadline, limits
+from tether.models.base import BatchLogits, Costs, Model
 from tether.program import output_spec
 from tether.program.generate import compile_output, prepare_prompt, to_generation
 from tether.program.outputs import OutputSpec
 from tether.server.constraints import Constraint, RequestError
+from tether.tokens import Vocabulary
+
+if TYPE_CHECKING:
+    from tether.models.llama_cpp import LlamaCppModel
 
 
 class Cancelled(Exception):
@@ -83,24 +88,26 @@ class CompileCache:
     def __len__(self) -> int:
         return len(self._done)
 
-    def peek(self, c: Constraint, model: Any) -> Compiled | None:
-        """The compiled constraint if it is cached (a hit), else None; never compiles."""
-        key = (c.key, model.vocabulary.fingerprint)
-        with self._lock:
-            hit = self._done.get(key)
-            if hit is not None:
-                self._done.move_to_end(key)
-                self.hits += 1
-            return hit
+    def _hit(self, key: tuple[str, str]) -> Compiled | None:
+        """The cached entry of ``key``, counted as a hit and made the most recent; None
+        if it is not cached. Call it holding the lock."""
+        hit = self._done.get(key)
+        if hit is not None:
+            self._done.move_to_end(key)
+            self.hits += 1
+        return hit
 
-    def get(self, c: Constraint, model: Any, lim: Limits) -> tuple[Compiled, bool]:
+    def peek(self, c: Constraint, model: Model) -> Compiled | None:
+        """The compiled constraint if it is cached (a hit), else None; never compiles."""
+        with self._lock:
+            return self._hit((c.key, model.vocabulary.fingerprint))
+
+    def get(self, c: Constraint, model: Model, lim: Limits) -> tuple[Compiled, bool]:
         """The compiled constraint and whether it came from the cache."""
         key = (c.key, model.vocabulary.fingerprint)
         with self._lock:
-            hit = self._done.get(key)
+            hit = self._hit(key)
             if hit is not None:
-                self._done.move_to_end(key)
-                self.hits += 1
                 return hit, True
             fut = self._running.get(key)
             owner = fut is None
@@ -138,7 +145,7 @@ class CompileCache:
 class Backend:
     """How jobs get the model: ``session(n, cells, cancelled)`` yields a model to decode on."""
 
-    model: Any
+    model: Model
     n_ctx: int
     max_seqs: int
 
@@ -156,9 +163,9 @@ class Backend:
 class SerialBackend(Backend):
     """One job at a time holds the model (any backend)."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Model) -> None:
         self.model = model
-        self.n_ctx = int(getattr(model, "n_ctx", 0) or 1 << 30)
+        self.n_ctx = int(model.n_ctx or 1 << 30)
         self.max_seqs = 1 << 30
         self._lock = threading.Lock()
 
@@ -178,7 +185,7 @@ class SerialBackend(Backend):
 class BatchBackend(Backend):
     """Continuous batching on a llama.cpp model (`BatchedLlama`)."""
 
-    def __init__(self, model: Any, *, wait_s: float = 0.02, prefix_cache: bool = True) -> None:
+    def __init__(self, model: LlamaCppModel, *, wait_s: float = 0.02, prefix_cache: bool = True) -> None:
         from tether.models.llama_batch import BatchedLlama
 
         self.model = model
@@ -285,16 +292,16 @@ class _LogitsTap:
     so that the alternatives of each chosen token can be read afterwards. It has no
     selective path: the decoder fetches full rows."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Model) -> None:
         self.model = model
         self.rows: dict[tuple[int, ...], NDArray[np.float32]] = {}
 
     @property
-    def vocabulary(self) -> Any:
+    def vocabulary(self) -> Vocabulary:
         return self.model.vocabulary
 
     @property
-    def costs(self) -> Any:
+    def costs(self) -> Costs:
         return self.model.costs
 
     @property
@@ -307,17 +314,17 @@ class _LogitsTap:
 
     @property
     def bos_id(self) -> int | None:
-        return self.model.bos_id  # type: ignore[no-any-return]
+        return self.model.vocabulary.bos_id
 
     @property
     def n_ctx(self) -> int | None:
-        return getattr(self.model, "n_ctx", None)
+        return self.model.n_ctx
 
-    def tokenize(self, text: str | bytes, *, add_bos: bool = False, special: bool = False) -> list[int]:
-        return self.model.tokenize(text, add_bos=add_bos, special=special)  # type: ignore[no-any-return]
+    def tokenize(self, text: str, *, add_bos: bool = False, special: bool = False) -> list[int]:
+        return self.model.tokenize(text, add_bos=add_bos, special=special)
 
     def detokenize(self, tokens: Sequence[int]) -> bytes:
-        return self.model.detokenize(tokens)  # type: ignore[no-any-return]
+        return self.model.detokenize(tokens)
 
     def logits(self, tokens: Sequence[int]) -> NDArray[np.float32]:
         row = np.array(self.model.logits(tokens), dtype=np.float32)  # a view may not outlive the next call
@@ -325,7 +332,7 @@ class _LogitsTap:
         return row
 
     def logits_batch(self, seqs: Sequence[Sequence[int]]) -> NDArray[np.float32]:
-        if hasattr(self.model, "logits_batch"):
+        if isinstance(self.model, BatchLogits):
             out = np.asarray(self.model.logits_batch(seqs), dtype=np.float32)
         else:
             out = np.stack([np.array(self.model.logits(s), dtype=np.float32) for s in seqs])
@@ -474,7 +481,7 @@ def run_job(backend: Backend, job: Job, emit: Callable[[Delta], None]) -> JobRes
 class Runner:
     """The model, its backend, the compile cache and the thread pools of one server."""
 
-    def __init__(self, model: Any, backend: Backend, lim: Limits, *, threads: int = 8) -> None:
+    def __init__(self, model: Model, backend: Backend, lim: Limits, *, threads: int = 8) -> None:
         self.model = model
         self.backend = backend
         self.limits = lim

@@ -2,7 +2,8 @@
 
 Code map, in reading order: ``vocabulary.py`` (token id → bytes; from GGUF, llama.cpp,
 Hugging Face, tiktoken), ``_gguf.py`` (GGUF metadata reader), ``trie.py`` (flat preorder
-TokenTrie), ``bitmask.py`` (uint32 masks, apply to numpy/torch logits), ``walk.py``
+TokenTrie, SortedTokens), ``trie_cache.py`` (tries on disk, keyed by fingerprint),
+``bitmask.py`` (uint32 masks, apply to numpy/torch logits), ``walk.py``
 (``fill_mask``: walk the trie under a DFA table) over ``_kernels.py`` (the numba kernel).
 Importing this package does not import numba; the first ``fill_mask`` does.
 """

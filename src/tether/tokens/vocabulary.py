@@ -19,9 +19,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, NewType
+from typing import Any, NewType, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tether.errors import VocabularyError, limited
 
@@ -85,7 +86,7 @@ class Vocabulary:
     ) -> None:
         if isinstance(tokens, str | bytes) or not isinstance(tokens, Iterable):
             raise VocabularyError(f"tokens must be a sequence of bytes; got {type(tokens).__name__}")
-        self.tokens: list[bytes] = [_token(t, i) for i, t in enumerate(tokens)]
+        self.tokens: list[bytes] = _tokens(tokens)
         size = len(self.tokens)
         self.eos_ids: tuple[int, ...] = tuple(sorted({_int(i, "eos id") for i in eos_ids}))
         self.special_ids: frozenset[int] = frozenset(_int(i, "special id") for i in special_ids)
@@ -153,12 +154,19 @@ class Vocabulary:
         raise KeyError(f"no special token {text!r} in vocabulary {self.name or '(unnamed)'}")
 
     @cached_property
+    def token_lengths(self) -> NDArray[np.int64]:
+        """``int64[size]``: the byte length of each token (computed once; do not edit)."""
+        lens = np.fromiter(map(len, self.tokens), np.int64, len(self.tokens))
+        lens.flags.writeable = False
+        return lens
+
+    @cached_property
     def fingerprint(self) -> str:
         """Hex digest of the bytes, EOS/special ids and logits width (cache key)."""
         h = hashlib.sha256()
         h.update(f"tether-vocab-1 {self.size} {self.n_logits} {self.eos_ids}".encode())
         h.update(repr(sorted(self.special_ids)).encode())
-        h.update(b"".join(len(t).to_bytes(4, "little") for t in self.tokens))
+        h.update(self.token_lengths.astype("<u4").tobytes())
         h.update(b"".join(self.tokens))
         return h.hexdigest()[:32]
 
@@ -191,10 +199,17 @@ class Vocabulary:
 
         Empty tokens are special. ``eos_ids`` are added to ``special_ids``.
         """
+        if isinstance(tokens, str | bytes) or not isinstance(tokens, Iterable):
+            raise VocabularyError(f"tokens must be a sequence of bytes; got {type(tokens).__name__}")
+        tokens = _tokens(tokens)
         special = set(special_ids) | set(eos_ids)
-        special |= {i for i, t in enumerate(tokens) if not t}
-        return cls(tokens, eos_ids=eos_ids, special_ids=special, n_logits=n_logits,
-                   bos_id=bos_id, name=name)
+        lens = np.fromiter(map(len, tokens), np.int64, len(tokens))
+        special.update(np.flatnonzero(lens == 0).tolist())
+        vocab = cls(tokens, eos_ids=eos_ids, special_ids=special, n_logits=n_logits,
+                    bos_id=bos_id, name=name)
+        lens.flags.writeable = False
+        vocab.__dict__["token_lengths"] = lens  # the same bytes: no second count
+        return vocab
 
     @classmethod
     def from_gguf(cls, path: str | Path, *, n_logits: int | None = None) -> Vocabulary:
@@ -330,7 +345,7 @@ class Vocabulary:
             name = f"hf:{Path(tokenizer).name}"
         else:
             backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
-            spec = json.loads(backend.to_str())
+            spec = _hf_spec_from_api(backend) or json.loads(backend.to_str())
             name = f"hf:{getattr(tokenizer, 'name_or_path', '') or 'tokenizer'}"
             eid = getattr(tokenizer, "eos_token_id", None)
             if isinstance(eid, int):
@@ -366,7 +381,8 @@ class Vocabulary:
             if byte_level:
                 tokens[i] = _byte_level_piece(piece, byte_map, piece.encode())
             else:
-                b = _byte_token(piece.encode()) if byte_fallback else None
+                # only a 6-character piece can be "<0xNN>" (the check is costly per piece)
+                b = _byte_token(piece.encode()) if byte_fallback and len(piece) == 6 else None
                 if b is None:
                     b = piece.replace("▁", " ").encode() if metaspace else piece.encode()
                 tokens[i] = b
@@ -439,6 +455,14 @@ class Vocabulary:
 # -- decoding helpers ------------------------------------------------------------------
 
 
+def _tokens(tokens: Iterable[object]) -> list[bytes]:
+    """Every token as ``bytes`` (a new list); a list of plain ``bytes`` is checked in C."""
+    items = list(tokens)
+    if set(map(type, items)) <= {bytes}:
+        return cast("list[bytes]", items)  # every item was just checked to be bytes
+    return [_token(t, i) for i, t in enumerate(items)]
+
+
 def _token(value: object, i: int) -> bytes:
     """Token ``i``'s bytes: bytes-like only (``bytes(5)`` would be five zero bytes)."""
     if isinstance(value, bytes | bytearray | memoryview):
@@ -487,6 +511,30 @@ def _byte_level_piece(piece: str, byte_map: dict[str, int], fallback: bytes) -> 
         return bytes(byte_map[c] for c in piece)
     except KeyError:
         return b"".join(bytes([byte_map[c]]) if c in byte_map else c.encode() for c in piece)
+
+
+def _hf_spec_from_api(backend: Any) -> dict[str, Any] | None:
+    """The parts of ``tokenizer.json`` that ``from_hf`` reads (model type, vocab and
+    ``byte_fallback``, added tokens, decoder, pre-tokenizer), asked of a BPE
+    ``tokenizers.Tokenizer`` directly: serialising the whole tokenizer (its merges) and
+    parsing it back costs seconds for 262k tokens. None for anything else (the caller
+    then reads the full JSON)."""
+    try:
+        from tokenizers import Tokenizer, models
+    except ImportError:
+        return None
+    if not isinstance(backend, Tokenizer) or type(backend.model) is not models.BPE:
+        return None
+    model = backend.model
+    added = [{"id": i, "content": a.content, "special": a.special}
+             for i, a in backend.get_added_tokens_decoder().items()]
+    parts = {}
+    for name in ("decoder", "pre_tokenizer"):
+        part = getattr(backend, name)
+        parts[name] = None if part is None else json.loads(part.__getstate__())
+    return {"model": {"type": "BPE", "vocab": backend.get_vocab(with_added_tokens=False),
+                      "byte_fallback": bool(model.byte_fallback)},
+            "added_tokens": added, **parts}
 
 
 def _decoder_kinds(decoder: Mapping[str, Any] | None) -> set[str]:

@@ -177,7 +177,7 @@ def test_score_continuations_matches_step_by_step_logprobs() -> None:
 def test_end_with_outside_moves_forbidden_mass_to_eos() -> None:
     import numpy as np
 
-    from tether.decoding.loop import end_with_outside
+    from tether.decoding.branch import end_with_outside
     from tether.models.scripted import ScriptedModel
 
     vocab = ScriptedModel().vocabulary

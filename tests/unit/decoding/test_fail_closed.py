@@ -19,6 +19,7 @@ from tether.decoding import (
     Sample,
     beam_search,
     decode,
+    decode_iter,
     make_decoder,
 )
 from tether.decoding.decoders import parse_decoder_call
@@ -92,7 +93,14 @@ def test_decode_checks_its_arguments() -> None:
         beam_search(m, prompt(m), None, Beam(n=2, width=3), max_tokens=3)
     with limits(Limits(max_tokens=2)), pytest.raises(LimitError):
         decode(m, prompt(m), None, Argmax(), max_tokens=3)
-    assert m.costs.model_calls == 0
+    # every option is checked before anything is counted (decode_iter checks on first step)
+    with pytest.raises(ArgumentError):
+        decode(m, prompt(m), None, Sample(n=2), reserve=-1)
+    with pytest.raises(ArgumentError):
+        next(decode_iter(m, prompt(m), None, Argmax(), stop_outside="yes"))  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError):
+        beam_search(m, prompt(m), None, Beam(n=2), reserve="2")  # type: ignore[arg-type]
+    assert m.costs.model_calls == 0 and m.costs.generate_calls == 0
 
 
 WORDS = ["yes", "no", "maybe"]

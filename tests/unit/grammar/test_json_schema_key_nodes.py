@@ -15,7 +15,7 @@ from tether.grammar.json_schema.layout import Layout
 
 
 def _parsed(t: Terminal) -> rx.Node:
-    return Terminal(t.name, regex=t.regex).to_node()
+    return Terminal(t.name, regex=t.regex, expr=t.expr).to_node()
 
 
 @settings(max_examples=150, deadline=None)
@@ -42,3 +42,90 @@ def test_a_custom_gap_regex_is_parsed_whole() -> None:
     """A gap regex may look around the key: such lexemes carry no prebuilt node."""
     spec = Layout("flexible", pattern=r" ?(?=\")").key_literal(0, True, "a")
     assert len(spec) == 2 and spec[0] == "rx"
+
+
+# -- every lexeme of the compiler: the node it carries is the node its text parses to ----
+
+def _text_node(t: Terminal) -> rx.Node:
+    """The node of the terminal's text alone (what the engine parsed before nodes)."""
+    return Terminal(t.name, regex=t.regex, expr=t.expr).to_node()
+
+
+def _check_grammar(g: Grammar) -> int:
+    carried = 0
+    for t in g.terminals.values():
+        if t.node is not None:
+            carried += 1
+            assert t.to_node() is t.node is _text_node(t), t
+    return carried
+
+
+_names = st.text(st.characters(codec="utf-8"), max_size=6)
+_scalars = st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=4)
+_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3)
+                       | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(names=st.lists(_names, min_size=1, max_size=12, unique=True),
+       whitespace=st.sampled_from(["flexible", "compact", "pretty"]),
+       max_ws=st.integers(0, 20), closed=st.booleans(), pattern=st.booleans())
+def test_object_lexemes_carry_the_nodes_their_texts_parse_to(
+    names: list[str], whitespace: str, max_ws: int, closed: bool, pattern: bool
+) -> None:
+    """Keys, gaps, punctuation and the "any key but these names" regions (an alternation
+    of the names: a trie from 8 names on) of objects."""
+    schema: dict[str, object] = {"type": "object", "properties": {k: {"type": "number"} for k in names},
+                                 "required": names[:1]}
+    if pattern:
+        schema["patternProperties"] = {"^x": {"type": "integer"}}
+    if closed:
+        schema["additionalProperties"] = {"type": "array", "items": {"type": "string"}}
+    g = Grammar.from_json_schema(schema, whitespace=whitespace, max_whitespace=max_ws)  # type: ignore[arg-type]
+    assert _check_grammar(g) >= (1 if whitespace == "flexible" else 0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=st.lists(_values, min_size=1, max_size=4), max_ws=st.integers(0, 20))
+def test_enum_values_carry_the_nodes_their_texts_parse_to(values: list[object], max_ws: int) -> None:
+    g = Grammar.from_json_schema({"enum": values}, whitespace="flexible", max_whitespace=max_ws)
+    _check_grammar(g)
+
+
+@settings(max_examples=150, deadline=None)
+@given(words=st.lists(st.text(st.characters(codec="utf-8"), max_size=5), min_size=1, max_size=20, unique=True))
+def test_an_alternation_of_names_is_the_node_the_parser_builds(words: list[str]) -> None:
+    from tether.grammar.json_schema.nodes import recorded
+    from tether.grammar.json_schema.string_keywords import names_regex
+
+    text = names_regex(words)
+    if any(ord(c) < 0x20 or c in '"\\' for w in words for c in w):  # escaped in groups: parsed instead
+        assert recorded(text) in (None, rx.parse(text))
+    else:
+        assert recorded(text) is rx.parse(text)
+
+
+def test_the_dev_schemas_hand_the_engine_parsed_nodes() -> None:
+    """Over the first 40 dev schemas (the peers' options): every lexeme with a node has
+    the node of its text, and most lexemes carry one."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "jsonschemabench-dev"
+    files = sorted(root.rglob("*.json"))[:41] if root.exists() else []
+    if not files:
+        import pytest
+
+        pytest.skip(f"the dev schemas are not at {root}")
+    carried = total = 0
+    for f in files:
+        doc = json.loads(f.read_text())
+        if "schema" not in doc:
+            continue
+        try:
+            g = Grammar.from_json_schema(doc["schema"], whitespace="flexible", property_order="schema")
+        except ValueError:  # a schema the compiler refuses (SchemaError and kin)
+            continue
+        total += sum(t.literal is None for t in g.terminals.values())
+        carried += _check_grammar(g)
+    assert carried > 0.9 * total

@@ -87,7 +87,8 @@ def reference(spec, tokens: list[int]):
     return {t for t in range(VOCAB.size) if mask[t >> 5] >> (t & 31) & 1}
 
 
-ops = st.lists(st.tuples(st.sampled_from(["add", "add", "remove", "move", "swap", "step", "step", "step"]),
+ops = st.lists(st.tuples(st.sampled_from(["add", "add", "remove", "move", "swap", "step", "step", "step",
+                                          "prefetch", "prefetch", "token"]),
                          st.integers(0, 2), st.integers(0, 2), st.integers(-1, len(SPECS) - 1),
                          st.integers(0, VOCAB.size - 1)), max_size=30)
 
@@ -95,6 +96,8 @@ ops = st.lists(st.tuples(st.sampled_from(["add", "add", "remove", "move", "swap"
 @settings(max_examples=150, deadline=None)
 @given(ops)
 def test_bookkeeping_matches_replaying_each_request(ops) -> None:
+    """Also with masks prefetched on the background thread, then edits or new tokens
+    before they are taken (they must be recomputed), or nothing (they are used)."""
     batch = BatchConstraints(VOCAB, compile_output)
     live: dict[int, tuple[dict | None, list[int]]] = {}  # row -> (spec, the engine's output list)
     for op, i, j, s, tok in ops:
@@ -121,6 +124,12 @@ def test_bookkeeping_matches_replaying_each_request(ops) -> None:
                     out.append(allowed[tok % len(allowed)] if allowed and tok % 5 else tok)
                 else:
                     out.append(tok)
+        elif op == "token":  # tokens arrive without a masks() call (after a prefetch)
+            for _spec, out in live.values():
+                out.append(tok)
+        elif op == "prefetch":
+            batch.prefetch()
+            continue  # the next op runs before the masks are taken
         rows, masks = batch.masks()
         assert rows == sorted(r for r, (spec, _) in live.items() if spec is not None)
         for k, r in enumerate(rows):
@@ -145,3 +154,26 @@ def test_a_one_way_move_drops_the_target_state() -> None:
     assert batch.rows[0].tokens == [2, 2] and batch.rows[1].tokens == []
     batch.add(0, None, [])  # a new unconstrained request at a constrained row: cleared
     assert batch.masks()[0] == [1]
+
+
+def test_prefetched_masks_are_used_only_when_nothing_changed() -> None:
+    batch = BatchConstraints(VOCAB, compile_output)
+    out: list[int] = []
+    batch.add(0, SPECS[0], out)
+    batch.prefetch()
+    rows, masks = batch.masks()
+    assert (batch.prefetched, batch.stale) == (1, 0)
+    assert rows == [0] and {t for t in range(VOCAB.size) if masks[0][t >> 5] >> (t & 31) & 1} == reference(SPECS[0], [])
+    batch.prefetch()
+    out.append(2)  # "a": sampled after the prefetch started
+    rows, masks = batch.masks()
+    assert (batch.prefetched, batch.stale) == (1, 1)
+    assert {t for t in range(VOCAB.size) if masks[0][t >> 5] >> (t & 31) & 1} == reference(SPECS[0], [2])
+    batch.prefetch()
+    batch.add(1, SPECS[1], [])  # an edit after the prefetch: the masks are computed again
+    rows, _ = batch.masks()
+    assert rows == [0, 1] and (batch.prefetched, batch.stale) == (1, 2)
+    batch.prefetch()
+    batch.prefetch()  # a second prefetch replaces the first
+    batch.masks()
+    assert (batch.prefetched, batch.stale) == (2, 3)

@@ -19,7 +19,7 @@ from tether.grammar.json_schema.context import Context, Member, ptr
 def compile_array(c: Context, flat: list[Member], depth: int) -> str | None:
     lo, hi = 0, None
     lo_ptr = hi_ptr = flat[0][1] if flat else "#"
-    prefix_lists: list[tuple[list, str, Any, str]] = []  # (prefix, ptr, rest, rest_ptr)
+    prefix_lists: list[tuple[list[Any], str, Any, str]] = []  # (prefix, ptr, rest, rest_ptr)
     for s, p in flat:
         for kw in ("minItems", "maxItems"):
             if kw in s:
@@ -31,7 +31,7 @@ def compile_array(c: Context, flat: list[Member], depth: int) -> str | None:
                         lo, lo_ptr = int(v), ptr(p, kw)
                 elif hi is None or int(v) < hi:
                     hi, hi_ptr = int(v), ptr(p, kw)
-        prefix: list = []
+        prefix: list[Any] = []
         pre_ptr = p
         rest: Any = True
         rest_ptr = p

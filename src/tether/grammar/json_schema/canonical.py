@@ -18,7 +18,7 @@ def reorder(c: Context, members: list[Member], value: Any) -> Any:
     flat = flatten(c, members)
     if flat is None:
         return value
-    consumed: set = set()
+    consumed: set[Any] = set()
     while True:
         pick = next(((s, p, kw) for s, p in flat for kw in ("anyOf", "oneOf")
                      if kw in s and (c.shape(s), kw) not in consumed), None)

@@ -53,7 +53,7 @@ def _str(p: Ptr) -> str:
     while isinstance(p, tuple):
         p, part = p
         parts.append("/" + str(part).replace("~", "~0").replace("/", "~1"))
-    return p + "".join(reversed(parts))
+    return str(p) + "".join(reversed(parts))
 
 
 # ----------------------------------------------------------------------------- kinds
@@ -62,7 +62,7 @@ def _str(p: Ptr) -> str:
 # pointer, levels below the keyword's schema, whether the value is a schema). Plain
 # values are checked for JSON-ness (types, keys, NaN, depth) by the walk itself.
 
-Next = list[tuple[Any, str, int, bool]]
+Next = list[tuple[Any, Ptr, int, bool]]
 Kind = Callable[[str, Any, str], Next]
 
 

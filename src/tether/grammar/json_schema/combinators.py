@@ -29,7 +29,7 @@ from tether.grammar.json_schema.references import flatten
 from tether.limits import check_deadline
 
 
-def alternatives(c: Context, flat: list[Member], depth: int, consumed: frozenset) -> list[tuple]:
+def alternatives(c: Context, flat: list[Member], depth: int, consumed: frozenset[Any]) -> list[tuple[Any, ...]]:
     """The alternatives of the conjunction ``flat``: its first ``anyOf``/``oneOf`` not yet
     ``consumed`` distributed over the branches, else its first two-case split, else
     ``per_type.typed``."""
@@ -61,7 +61,7 @@ def alternatives(c: Context, flat: list[Member], depth: int, consumed: frozenset
     return typed(c, flat, depth)
 
 
-def split_cases(c: Context, s: dict, p: str, consumed: frozenset) -> tuple[str, list[list[Member]]] | None:
+def split_cases(c: Context, s: dict[Any, Any], p: str, consumed: frozenset[Any]) -> tuple[str, list[list[Member]]] | None:
     """Keywords read as a union of two exact cases, each a list of extra members:
     ``if``/``then``/``else`` → (if ∧ then) ∪ (not if ∧ else); a schema dependency
     ``A: S`` → (A absent) ∪ (A present ∧ S)."""
@@ -84,7 +84,7 @@ def split_cases(c: Context, s: dict, p: str, consumed: frozenset) -> tuple[str, 
     return None
 
 
-def check_one_of(c: Context, branches: list, pointer: str, context: list[Member]) -> None:
+def check_one_of(c: Context, branches: list[Any], pointer: str, context: list[Member]) -> None:
     infos = []
     for i, b in enumerate(branches):
         flat = flatten(c, [*context, (b, ptr(pointer, i))])
@@ -99,10 +99,10 @@ def check_one_of(c: Context, branches: list, pointer: str, context: list[Member]
     )
 
 
-def summary(c: Context, flat: list[Member]) -> dict:
+def summary(c: Context, flat: list[Member]) -> dict[Any, Any]:
     """What disjointness checks need: allowed types, enum values, required consts."""
     types = set(TYPES)
-    values: list | None = None
+    values: list[Any] | None = None
     consts: dict[str, set[str]] = {}
     for s, p in flat:
         if "type" in s:
@@ -132,7 +132,7 @@ def summary(c: Context, flat: list[Member]) -> dict:
     return {"types": types, "values": values, "consts": consts, "keys": value_keys, "vtypes": vtypes}
 
 
-def _disjoint(a: dict, b: dict) -> bool:
+def _disjoint(a: dict[Any, Any], b: dict[Any, Any]) -> bool:
     """Whether no value satisfies both summaries (``summary``), as far as they show."""
     if not (a["types"] & b["types"]):
         return True
@@ -150,7 +150,7 @@ def _disjoint(a: dict, b: dict) -> bool:
     return False
 
 
-def _first_overlap(infos: list[dict | None], pointer: str) -> tuple[int, int] | None:
+def _first_overlap(infos: list[dict[Any, Any] | None], pointer: str) -> tuple[int, int] | None:
     """The first pair (i < j, in order) of summaries not provably disjoint, or None.
 
     Pairs are drawn from *candidates*: two branches with enum/const values that share no
@@ -167,7 +167,7 @@ def _first_overlap(infos: list[dict | None], pointer: str) -> tuple[int, int] | 
     for step, (i, j) in enumerate(candidates):
         if not step & 1023:
             check_deadline(pointer)
-        if not _disjoint(infos[i], infos[j]):  # type: ignore[arg-type]
+        if not _disjoint(infos[i], infos[j]):
             return i, j
     return None
 
@@ -175,7 +175,7 @@ def _first_overlap(infos: list[dict | None], pointer: str) -> tuple[int, int] | 
 _MAX_CANDIDATES = 200_000
 
 
-def _candidate_pairs(infos: list, idx: list[int]) -> list[tuple[int, int]] | None:
+def _candidate_pairs(infos: list[Any], idx: list[int]) -> list[tuple[int, int]] | None:
     """Sorted pairs that may overlap (every other pair is disjoint), or None when there
     would be too many to list (the caller then walks every pair)."""
     pairs: set[tuple[int, int]] = set()

@@ -46,7 +46,7 @@ class SchemaCompiler(Context):
         check_document(schema, self.limits, "#", self.checked)
         index_document(self, schema, DEFAULT_BASE, "#")
 
-    def node(self, members: list[Member], depth: int, consumed: frozenset = frozenset()) -> str | None:
+    def node(self, members: list[Member], depth: int, consumed: frozenset[Any] = frozenset()) -> str | None:
         """The nonterminal for the conjunction ``members`` at ``depth``; None if empty.
 
         Nodes nest (a property's value inside its object, a branch inside its ``anyOf``)

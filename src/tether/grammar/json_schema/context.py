@@ -21,6 +21,7 @@ from tether.errors import LimitError, SchemaError, UnsupportedSchemaError, limit
 from tether.grammar.ir import NT, Grammar, T, Terminal
 from tether.grammar.json_schema import numbers as num
 from tether.grammar.json_schema.layout import Layout, Spec
+from tether.grammar.json_schema.nodes import spec_node
 from tether.limits import Limits, current
 
 PropertyOrder = Literal["schema", "any"]
@@ -190,7 +191,7 @@ class Context:
         self.docs: dict[str, Any] = {}
         self.keep: list[Any] = []
         self.root_validator: Any = None
-        self._synth: dict[Any, dict] = {}
+        self._synth: dict[Any, dict[Any, Any]] = {}
         self.one_of_warned: set[str] = set()
         self.member_validators: dict[tuple[int, frozenset[str]], Any] = {}
         self._n = 0
@@ -240,12 +241,12 @@ class Context:
             if kind == "lit":
                 self.g.add_terminal(Terminal(name, literal=value))
             elif kind == "rx":
-                self.g.add_terminal(Terminal(name, regex=value, node=spec[2] if len(spec) > 2 else None))
+                self.g.add_terminal(Terminal(name, regex=value, node=spec_node(spec)))
             else:
-                self.g.add_terminal(Terminal(name, expr=value))
+                self.g.add_terminal(Terminal(name, expr=value, node=spec_node(spec)))
         return T(name)
 
-    def shape(self, s: dict) -> int:
+    def shape(self, s: dict[Any, Any]) -> int:
         """The id of the first schema object equal to ``s`` (same JSON text, key order
         included, and same base URI).
 
@@ -265,7 +266,7 @@ class Context:
             shape = self._shape_of_id[i] = self._shapes.setdefault((self.base_of.get(i), text), i)
         return shape
 
-    def synthetic(self, schema: dict, pointer: str) -> dict:
+    def synthetic(self, schema: dict[Any, Any], pointer: str) -> dict[Any, Any]:
         """A schema object made by the compiler (kept alive: members are keyed by id)."""
         key = (pointer, json.dumps(schema, sort_keys=True, default=id))
         found = self._synth.get(key)
@@ -274,7 +275,7 @@ class Context:
             self.ptr_of[id(schema)] = pointer
         return found
 
-    def node(self, members: list[Member], depth: int, consumed: frozenset = frozenset()) -> str | None:
+    def node(self, members: list[Member], depth: int, consumed: frozenset[Any] = frozenset()) -> str | None:
         """The nonterminal for the conjunction ``members`` at ``depth``; None if empty
         (``compiler.SchemaCompiler.node``)."""
         raise NotImplementedError

@@ -26,6 +26,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from tether import regex as rx
+from tether.grammar.json_schema.nodes import known
 
 Whitespace = Literal["compact", "pretty", "flexible"]
 
@@ -34,19 +35,31 @@ Whitespace = Literal["compact", "pretty", "flexible"]
 Spec = tuple[Any, ...]
 
 
-@functools.lru_cache(maxsize=256)
-def _parsed(pattern: str) -> rx.Node:
-    """The node of one of the layout's own gap regexes (a handful per layout)."""
-    return rx.parse(pattern)
+GAP = object()  # a whitespace gap in a lexeme's parts (see ``Layout._lexeme``)
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _key_lexeme(before: str, text: str, after: str) -> Spec:
-    """``before`` key ``after`` with its node. An object has one such lexeme per property
-    (asked for once per parser state): the node is built once, from the parsed gaps and
-    the key's bytes, so that no key is parsed as a regex."""
-    node = rx.concat(_parsed(before), rx.literal(text.encode("utf-8"), _parsed(after)))
-    return ("rx", before + re.escape(text) + after, node)
+def _flexible_lexeme(max_ws: int, parts: tuple[object, ...]) -> Spec:
+    """The lexeme of ``parts`` (texts, matched literally, and ``GAP``s of at most
+    ``max_ws`` whitespace characters) with its node, built from the parts: no regex is
+    parsed. No two gaps are adjacent (the parser would merge their counts). The text is
+    recorded (``nodes.known``): a lexeme the compiler assembles around it (an object key
+    of a pattern region) finds its node there."""
+    gap = rx.repeat(rx.byte_set(9, 10, 13, 32), 0, max_ws)
+    text = "".join(_ws_regex(max_ws) if p is GAP else re.escape(str(p)) for p in parts)
+    node = rx.EPSILON
+    for p in reversed(parts):
+        node = rx.concat(gap, node) if p is GAP else rx.literal(str(p), node)
+    return ("rx", known(text, node), node)
+
+
+def _literal_regex(text: str) -> str:
+    """``text`` as a regex, recorded with its node (``nodes.known``)."""
+    return known(re.escape(text), rx.literal(text))
+
+
+def _ws_regex(max_ws: int) -> str:
+    return f"[ \\t\\n\\r]{{0,{max_ws}}}"
 
 
 @dataclass(frozen=True)
@@ -63,28 +76,31 @@ class Layout:
     def _ws(self) -> str:
         if self.pattern is not None:
             return f"(?:{self.pattern})"
-        return f"[ \\t\\n\\r]{{0,{self.max_whitespace}}}"
+        return _ws_regex(self.max_whitespace)
+
+    def _lexeme(self, *parts: object) -> Spec:
+        """Flexible layout: the lexeme of ``parts`` (texts and ``GAP``s), with its node
+        unless the gaps are a custom regex (it may look around: parsed whole)."""
+        if self.pattern is None:
+            return _flexible_lexeme(self.max_whitespace, parts)
+        ws = self._ws()
+        return ("rx", "".join(ws if p is GAP else re.escape(str(p)) for p in parts))
 
     # -- objects (depth = depth of the object itself)
     def open_key(self, depth: int, first: bool) -> tuple[str, str]:
         """(text before the key, text after the key) as regexes."""
-        ws = self._ws()
         if self.whitespace == "flexible":
-            before = f"\\{{{ws}" if first else f"{ws},{ws}"
-            return before, f"{ws}:{ws}"
+            before = self._lexeme("{", GAP) if first else self._lexeme(GAP, ",", GAP)
+            return before[1], self._lexeme(GAP, ":", GAP)[1]
         if self.whitespace == "pretty":
             pad = "\n" + " " * (self.indent * (depth + 1))
-            before = ("{" if first else ",") + pad
-            return re.escape(before), re.escape(": ")
-        return ("\\{" if first else ","), ":"
+            return _literal_regex(("{" if first else ",") + pad), _literal_regex(": ")
+        return _literal_regex("{" if first else ","), _literal_regex(":")
 
     def key_literal(self, depth: int, first: bool, key: str) -> Spec:
         text = dumps_str(key)
         if self.whitespace == "flexible":
-            before, after = self.open_key(depth, first)
-            if self.pattern is not None:  # a gap regex may look around: parse the whole
-                return ("rx", before + re.escape(text) + after)
-            return _key_lexeme(before, text, after)
+            return self._lexeme(*(("{", GAP) if first else (GAP, ",", GAP)), text, GAP, ":", GAP)
         if self.whitespace == "pretty":
             pad = "\n" + " " * (self.indent * (depth + 1))
             return ("lit", ("{" if first else ",") + pad + text + ": ")
@@ -92,8 +108,7 @@ class Layout:
 
     def close_object(self, depth: int, empty: bool) -> Spec:
         if self.whitespace == "flexible":
-            ws = self._ws()
-            return ("rx", f"\\{{{ws}\\}}" if empty else f"{ws}\\}}")
+            return self._lexeme("{", GAP, "}") if empty else self._lexeme(GAP, "}")
         if empty:
             return ("lit", "{}")
         if self.whitespace == "pretty":
@@ -103,8 +118,7 @@ class Layout:
     # -- arrays
     def array_sep(self, depth: int, first: bool) -> Spec:
         if self.whitespace == "flexible":
-            ws = self._ws()
-            return ("rx", f"\\[{ws}" if first else f"{ws},{ws}")
+            return self._lexeme("[", GAP) if first else self._lexeme(GAP, ",", GAP)
         if self.whitespace == "pretty":
             pad = "\n" + " " * (self.indent * (depth + 1))
             return ("lit", ("[" if first else ",") + pad)
@@ -112,8 +126,7 @@ class Layout:
 
     def close_array(self, depth: int, empty: bool) -> Spec:
         if self.whitespace == "flexible":
-            ws = self._ws()
-            return ("rx", f"\\[{ws}\\]" if empty else f"{ws}\\]")
+            return self._lexeme("[", GAP, "]") if empty else self._lexeme(GAP, "]")
         if empty:
             return ("lit", "[]")
         if self.whitespace == "pretty":
@@ -124,19 +137,29 @@ class Layout:
         """The lexeme for a literal value (enum/const); whitespace-flexible if the layout is."""
         if self.whitespace != "flexible" or not isinstance(value, (list, tuple, dict)):
             return ("lit", self.dumps(value, depth))
-        ws = self._ws()
+        parts: list[object] = []
 
-        def rx(v: Any) -> str:
-            if not v and isinstance(v, (list, tuple, dict)):
-                return f"\\[{ws}\\]" if isinstance(v, (list, tuple)) else f"\\{{{ws}\\}}"
+        def write(v: Any) -> None:
             if isinstance(v, (list, tuple)):
-                return f"\\[{ws}" + f"{ws},{ws}".join(rx(x) for x in v) + f"{ws}\\]"
-            if isinstance(v, dict):
-                items = (re.escape(dumps_str(str(k))) + f"{ws}:{ws}" + rx(x) for k, x in v.items())
-                return f"\\{{{ws}" + f"{ws},{ws}".join(items) + f"{ws}\\}}"
-            return re.escape(dumps(v))
+                parts.extend(("[", GAP))
+                for i, x in enumerate(v):
+                    if i:
+                        parts.extend((GAP, ",", GAP))
+                    write(x)
+                parts.extend((GAP, "]") if v else ("]",))
+            elif isinstance(v, dict):
+                parts.extend(("{", GAP))
+                for i, (k, x) in enumerate(v.items()):
+                    if i:
+                        parts.extend((GAP, ",", GAP))
+                    parts.extend((dumps_str(str(k)), GAP, ":", GAP))
+                    write(x)
+                parts.extend((GAP, "}") if v else ("}",))
+            else:
+                parts.append(dumps(v))
 
-        return ("rx", rx(value))
+        write(value)
+        return self._lexeme(*parts)
 
     def dumps(self, value: Any, depth: int = 0) -> str:
         """``value`` as the text this layout writes (flexible writes it compact)."""

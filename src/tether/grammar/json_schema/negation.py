@@ -8,13 +8,15 @@ lengths, string ``enum``/``const``) excludes that string language; ``not`` of
 
 from __future__ import annotations
 
+from typing import Any
+
 from tether.grammar import formats as fmt
 from tether.grammar.json_schema.context import ANNOTATIONS, Context, Member, allowed_types, ptr
 from tether.grammar.json_schema.references import flatten
 from tether.grammar.json_schema.string_keywords import name_body
 
 
-def apply_not(c: Context, s: dict, p: str, types: set[str], nots: dict) -> set[str]:
+def apply_not(c: Context, s: dict[Any, Any], p: str, types: set[str], nots: dict[Any, Any]) -> set[str]:
     """Apply ``not`` where it can be enforced exactly; record string/key exclusions in
     ``nots`` (``"strings"``: string-body languages to exclude, ``"keys"``: property
     names that must be absent)."""
@@ -78,7 +80,7 @@ def required_names(c: Context, flat: list[Member]) -> set[str] | None:
     return names if len(flat) == 1 or len(names) <= 1 else None
 
 
-def _values_of(s: dict) -> list:
+def _values_of(s: dict[Any, Any]) -> list[Any]:
     out = list(s["enum"]) if isinstance(s.get("enum"), list) else []
     if "const" in s:
         out.append(s["const"])

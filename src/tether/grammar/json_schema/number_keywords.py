@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 from tether.errors import SchemaError, limited
 from tether.grammar.ir import NT, T
@@ -26,7 +27,7 @@ MAX_MODULUS = 1000  # largest multipleOf read digit by digit
 NumberShape = tuple[bool, "tuple[Decimal, bool] | None", "tuple[Decimal, bool] | None", int]
 
 
-def compile_number(c: Context, flat: list[Member], *, integer: bool) -> str | tuple | None:
+def compile_number(c: Context, flat: list[Member], *, integer: bool) -> str | tuple[Any, ...] | None:
     """The number lexeme (a regex, an expr, ``("mod", m)``, or None if empty); with
     ``bounded_numbers``, digits the schema leaves unbounded are bounded."""
     rx, shape = number_exact(c, flat, integer=integer)
@@ -48,7 +49,7 @@ def compile_number(c: Context, flat: list[Member], *, integer: bool) -> str | tu
     return ("and", rx, cap)
 
 
-def number_exact(c: Context, flat: list[Member], *, integer: bool) -> tuple[str | tuple | None, NumberShape | None]:
+def number_exact(c: Context, flat: list[Member], *, integer: bool) -> tuple[str | tuple[Any, ...] | None, NumberShape | None]:
     """The number lexeme the keywords allow exactly, and the bounds it was made from
     (``(integer?, lower, upper, fraction digits)``; None when no value is allowed)."""
     lo: tuple[Decimal, bool] | None = None  # (bound, strict)
@@ -170,7 +171,7 @@ def multiples_rules(c: Context, m: int) -> str:
     return name
 
 
-def fractional_multiple(c: Context, mults: list[Fraction], pointer: str, lo, hi) -> str | tuple | None:  # type: ignore[no-untyped-def]
+def fractional_multiple(c: Context, mults: list[Fraction], pointer: str, lo, hi) -> str | tuple[Any, ...] | None:  # type: ignore[no-untyped-def]
     m = mults[0]
     if any(x != m for x in mults) or m.numerator != 1 or 10 ** (len(str(m.denominator)) - 1) != m.denominator:
         c.unsupported("multipleOf", pointer, f"multipleOf {m} (only integers and 10^-k)")

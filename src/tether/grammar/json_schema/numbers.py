@@ -14,8 +14,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-INTEGER = r"-?(?:0|[1-9][0-9]*)"
-NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+from tether import regex as rx
+from tether.grammar.json_schema.nodes import known
+
+# the unbounded lexemes, recorded with their nodes built as the regex parser builds them
+_DIGIT = rx.byte_range(0x30, 0x39)
+_SIGN = rx.repeat(rx.literal("-"), 0, 1)
+_NATURAL = rx.alt(rx.literal("0"), rx.concat(rx.byte_range(0x31, 0x39), rx.star(_DIGIT)))
+_NUMBER_TAIL = rx.concat(
+    rx.repeat(rx.concat(rx.literal("."), rx.plus(_DIGIT)), 0, 1),
+    rx.repeat(rx.concat(rx.byte_set(0x45, 0x65), rx.repeat(rx.byte_set(0x2B, 0x2D), 0, 1), rx.plus(_DIGIT)), 0, 1),
+)
+INTEGER = known(r"-?(?:0|[1-9][0-9]*)", rx.concat(_SIGN, _NATURAL))
+NUMBER = known(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", rx.concat(_SIGN, _NATURAL, _NUMBER_TAIL))
 NATURAL = r"(?:0|[1-9][0-9]*)"
 _FRACTION = r"(?:\.[0-9]+)?"
 NEVER = r"[^\x00-\U0010ffff]"

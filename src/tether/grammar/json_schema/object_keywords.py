@@ -20,12 +20,13 @@ from tether.grammar.ir import NT, Rule, T, Terminal
 from tether.grammar.json_schema import strings as st
 from tether.grammar.json_schema.context import OPEN_KW, Context, Member, at_pointer, ptr
 from tether.grammar.json_schema.layout import dumps_str
+from tether.grammar.json_schema.nodes import joined, spec_node
 from tether.grammar.json_schema.references import flatten
 from tether.grammar.json_schema.string_keywords import (
     ANY_BODY,
     body_nonempty,
-    key_body,
     name_body,
+    names_regex,
     pattern_body,
     pattern_re,
     string_body,
@@ -128,9 +129,11 @@ def compile_object(c: Context, flat: list[Member], depth: int, forbidden: set[st
         c.unsupported("dependentRequired", flat[0][1], "more than 10 names take part")
         deps = {}
     if c.order == "any":
-        return object_any(c, slots, extras, min_p, max_p, depth, deps,
-                                flat[0][1] if flat else "#")
-    return object_schema_order(c, slots, extras, min_p, max_p, depth, deps)
+        found: str | None = object_any(c, slots, extras, min_p, max_p, depth, deps,
+                                       flat[0][1] if flat else "#")
+        return found
+    found = object_schema_order(c, slots, extras, min_p, max_p, depth, deps)
+    return found
 
 
 def object_any(c: Context, slots, extras, min_p, max_p, depth, deps, pointer):  # type: ignore[no-untyped-def]
@@ -168,7 +171,7 @@ def object_any(c: Context, slots, extras, min_p, max_p, depth, deps, pointer):  
     return object_schema_order(c, slots, extras, min_p, max_p, depth, deps)
 
 
-def key_members(c: Context, flat: list[Member], patterns: list, k: str) -> list[Member]:
+def key_members(c: Context, flat: list[Member], patterns: list[Any], k: str) -> list[Member]:
     """What each member says about the value of key ``k``."""
     conj: list[Member] = []
     for idx, (s, p) in enumerate(flat):
@@ -207,9 +210,11 @@ def name_check(c: Context, name_schemas: list[Member]) -> Callable[[str], bool]:
         return (lambda k: True) if check is None else check
     from tether import regex as rx
 
-    term = (Terminal("k", regex=f'"{wrap(body)}"') if isinstance(body, str)
-            else Terminal("k", expr=("concat", '"', body, '"')))
-    node = term.to_node()
+    text = f'"{wrap(body)}"' if isinstance(body, str) else None
+    tree = ("concat", '"', body, '"')
+    node = spec_node(("rx", text) if text is not None else ("expr", tree))
+    if node is None:  # the text does not parse: the error, as the engine reports it
+        node = (Terminal("k", regex=text) if text is not None else Terminal("k", expr=tree)).to_node()
     return lambda k: rx.matches(node, dumps_str(k).encode("utf-8"))
 
 
@@ -220,7 +225,7 @@ def extra_regions(c: Context, flat, patterns, named, name_schemas, depth, closed
     # (a spelled-out complement trie grows with every name)
     not_named: Any = (
         ANY_BODY if not named
-        else ("and", ANY_BODY, ("not", "|".join(key_body(k) for k in named)))
+        else ("and", ANY_BODY, ("not", names_regex(named)))
     )
     names_body = None
     if name_schemas:
@@ -292,7 +297,7 @@ def extra_regions(c: Context, flat, patterns, named, name_schemas, depth, closed
 def key_term(c: Context, depth: int, first: bool, body: Any) -> T:
     before, after = c.layout.open_key(depth, first)
     if isinstance(body, str):
-        return c.term(("rx", f'{before}"{wrap(body)}"{after}'), "key")
+        return c.term(("rx", joined(before, '"', wrap(body), '"', after)), "key")
     return c.term(("expr", ("concat", before, '"', body, '"', after)), "key")
 
 

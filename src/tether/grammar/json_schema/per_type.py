@@ -10,6 +10,8 @@ them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tether.errors import SchemaError
 from tether.grammar.ir import NT
 from tether.grammar.json_schema.array_keywords import compile_array
@@ -31,15 +33,15 @@ from tether.grammar.json_schema.validation import validator
 from tether.limits import check_deadline
 
 
-def typed(c: Context, flat: list[Member], depth: int) -> list[tuple]:
+def typed(c: Context, flat: list[Member], depth: int) -> list[tuple[Any, ...]]:
     """The alternatives (right-hand sides) of the conjunction ``flat``, one or more per
     JSON type it allows."""
     types = allowed_types(flat)
-    nots: dict = {}
+    nots: dict[Any, Any] = {}
     for s, p in flat:
         types = apply_not(c, s, p, types, nots)
         check_keywords(c, s, p, types)
-    values: list | None = None
+    values: list[Any] | None = None
     for s, p in flat:
         for kw in ("enum", "const"):
             if kw in s:
@@ -53,7 +55,7 @@ def typed(c: Context, flat: list[Member], depth: int) -> list[tuple]:
                     values = [v for v in values if json_key(v) in keys]
     if values is not None:
         return enum_values(c, values, flat, types, depth)
-    alts: list[tuple] = []
+    alts: list[tuple[Any, ...]] = []
     if "null" in types:
         alts.append((c.term(("lit", "null")),))
     if "boolean" in types:
@@ -80,7 +82,7 @@ def typed(c: Context, flat: list[Member], depth: int) -> list[tuple]:
     return alts
 
 
-def check_keywords(c: Context, s: dict, p: str, types: set[str]) -> None:
+def check_keywords(c: Context, s: dict[Any, Any], p: str, types: set[str]) -> None:
     if c.draft in ("draft6", "draft7") and "string" in types:
         for kw in ("contentMediaType", "contentEncoding"):
             if kw in s:
@@ -102,7 +104,7 @@ def check_keywords(c: Context, s: dict, p: str, types: set[str]) -> None:
                 c.unsupported(kw, q)
 
 
-def enum_values(c: Context, values: list, flat: list[Member], types: set[str], depth: int) -> list[tuple]:
+def enum_values(c: Context, values: list[Any], flat: list[Member], types: set[str], depth: int) -> list[tuple[Any, ...]]:
     """Alternatives for enum/const values that satisfy every member."""
     keep = []
     # the values already satisfy every member's enum/const (intersected in typed):

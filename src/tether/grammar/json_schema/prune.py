@@ -4,6 +4,7 @@ then the unreachable ones (linear; the compiler's names make a fast path)."""
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 from tether.grammar.ir import NT, Grammar, Rule, T
 
@@ -132,7 +133,7 @@ def _prune_general(g: Grammar) -> None:
     g.rules = [r for idx, r in enumerate(rules) if not pending[idx]]
     reach = {g.start}
     stack = [g.start]
-    by_lhs: dict[str, list] = {}
+    by_lhs: dict[str, list[Any]] = {}
     for r in g.rules:
         by_lhs.setdefault(r.lhs, []).append(r)
     used_t: set[str] = set()

@@ -80,7 +80,7 @@ def index_schema(c: Context, s: Any, base: str, pointer: str) -> None:
         stack.extend(reversed(children))
 
 
-def resolve(c: Context, ref: Any, holder: dict, pointer: str) -> Member:
+def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Member:
     if not isinstance(ref, str):
         raise SchemaError("'$ref' must be a string", pointer)
     base = c.base_of.get(id(holder), DEFAULT_BASE)

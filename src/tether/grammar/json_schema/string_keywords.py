@@ -12,18 +12,24 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from typing import Any
 
+from tether import regex as rx
 from tether.errors import SchemaError, limited
 from tether.grammar import formats as fmt
-from tether.grammar.ir import Terminal
 from tether.grammar.json_schema import strings as st
 from tether.grammar.json_schema.context import Context, Member, at_pointer, ptr
-from tether.grammar.json_schema.layout import Spec
+from tether.grammar.json_schema.layout import Spec, dumps_str
+from tether.grammar.json_schema.nodes import group, joined, known, spec_node, words_node
+from tether.limits import current
 
-ANY_BODY = st.render(st.Rep(st.ANY, 0, None))
+# the body of any string; its node is parsed once, with the module (every object with
+# names and further keys spells "any key but these" with it)
+ANY_BODY = known(st.render(st.Rep(st.ANY, 0, None)), rx.parse(st.render(st.Rep(st.ANY, 0, None))))
 # unconstrained strings accept every JSON escape (\\/ and \\uXXXX too)
-ANY_STRING = '"(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})*"'
+_ANY_STRING = '"(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})*"'
+ANY_STRING = known(_ANY_STRING, rx.parse(_ANY_STRING))  # parsed once, with the module
 
 
 def string_body(c: Context, flat: list[Member]) -> Any:
@@ -102,7 +108,7 @@ def string_body(c: Context, flat: list[Member]) -> Any:
     return regexes[0] if len(regexes) == 1 else ("and", *regexes)
 
 
-def compile_string(c: Context, flat: list[Member], excluded: list | None = None) -> Spec | None:
+def compile_string(c: Context, flat: list[Member], excluded: list[Any] | None = None) -> Spec | None:
     body = string_body(c, flat)
     if body is False:
         return None
@@ -116,7 +122,7 @@ def compile_string(c: Context, flat: list[Member], excluded: list | None = None)
     if body is None:
         return ("rx", ANY_STRING)
     if isinstance(body, str):
-        return ("rx", f'"{wrap(body)}"')
+        return ("rx", joined('"', wrap(body), '"'))
     return ("expr", ("concat", '"', body, '"'))
 
 
@@ -143,10 +149,8 @@ def body_nonempty(body: Any) -> bool:
     if isinstance(body, str):
         return True
     try:
-        from tether import regex as rx
-
-        node = Terminal("k", expr=("concat", '"', body, '"')).to_node()
-        return not rx.is_empty(node)
+        node = spec_node(("expr", ("concat", '"', body, '"')))
+        return node is None or not rx.is_empty(node)
     except Exception:  # noqa: BLE001 - keep the region if emptiness cannot be decided
         return True
 
@@ -181,6 +185,31 @@ def key_body(key: str) -> str:
     return st.render(st.lit(key))
 
 
+def names_regex(names: Iterable[str]) -> str:
+    """The string-body regex of exactly the strings ``names`` (``key_body`` of each, as
+    alternatives), recorded with its node (``nodes.words_node`` over the canonical JSON
+    text of each name: the characters the body regex spells one by one), built on first
+    use."""
+    return _names_regex(tuple(names))
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_regex(names: tuple[str, ...]) -> str:
+    bodies = [key_body(k) for k in names]
+    text = "|".join(bodies)
+    if any("(?:" in b for b in bodies):  # an escaped character, written as a group
+        return text
+    lim = current()
+    if len(bodies) > lim.max_alternatives or len(text) > lim.max_text_chars:
+        return text  # past the regex layer's limits: its parser reports them, as before
+    try:
+        for k in names:
+            k.encode("utf-8")  # a lone surrogate has no UTF-8 text (the regex matches nothing)
+    except UnicodeEncodeError:
+        return text
+    return known(text, lambda: words_node([dumps_str(k)[1:-1] for k in names]))
+
+
 def wrap(body: str) -> str:
     """Group a body regex so it can sit between two quotes."""
-    return body if "|" not in body else f"(?:{body})"
+    return body if "|" not in body else group(body)

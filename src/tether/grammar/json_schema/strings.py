@@ -22,6 +22,7 @@ Everything here is pure Python over small trees; costs are linear in the pattern
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from tether.errors import LimitError, UnsupportedSchemaError
 from tether.grammar.regexgen import quantifier
@@ -705,7 +706,7 @@ def render_string(node: Node) -> str:
 
 def not_in(words: list[str]) -> Node:
     """Every string except those in ``words`` (exact, size linear in the trie of ``words``)."""
-    trie: dict = {}
+    trie: dict[Any, Any] = {}
     for w in words:
         t = trie
         for ch in w:
@@ -714,7 +715,7 @@ def not_in(words: list[str]) -> Node:
     return _not_in(trie)
 
 
-def _not_in(t: dict) -> Node:
+def _not_in(t: dict[Any, Any]) -> Node:
     kids = sorted(k for k in t if k is not None)
     alts: list[Node] = []
     if None not in t:

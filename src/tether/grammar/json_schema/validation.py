@@ -44,7 +44,7 @@ def validator(c: Context, flat: list[Member], types: set[str] | None = None, *,
     # which is in ``flat`` too): a value of the branch satisfies its anyOf, and its
     # oneOf when the branches are provably disjoint (no warning), so neither is
     # checked again: a oneOf of n consts costs n checks, not n²
-    members: list[tuple[dict, frozenset[str]]] = []
+    members: list[tuple[dict[Any, Any], frozenset[str]]] = []
     for s, p in flat:
         drop: frozenset[str] = frozenset()
         if without_values:

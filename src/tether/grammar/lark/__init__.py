@@ -21,15 +21,23 @@ Look-around in a terminal's regex (``regex_checks.py``) is kept where it stays i
 look-ahead no longer than what must still follow it in the terminal, a look-behind no
 longer than what must precede it): there Lark's lexer and tether's whole-lexeme match
 agree, and the regex layer lowers it exactly. This is decided on the whole terminal,
-its definition's parts joined (``"\"" /(?<!\\)x/``: the look-behind reads the quote). One
-that reads the input after or before the lexeme (``/if(?![a-z])/``) is refused, naming
-the look-around, the terminal and the place. Anchors likewise: ``\\b``/``\\B`` are kept
-where both characters they read lie inside the terminal; ``^ $ \\A \\Z`` (the whole
-input, in Lark's lexer) are refused.
+its definition's parts joined (``"\"" /(?<!\\)x/``: the look-behind reads the quote).
+A one-character look-ahead inside a repetition (verilog.lark's comment: a ``*`` not
+followed by ``/``) is rewritten into a regex without look-around (``lookahead.py``).
+A negative look-ahead that reads the input after the lexeme is kept where the greedy lexer and the grammar
+make it exact at every use of the terminal (``longest_match.py``: another allowed
+terminal continues the lexeme, or nothing that may follow starts with its text),
+noted in ``Grammar.lowering``. Any other look-around reading outside the lexeme is
+refused, naming the look-around, the terminal and the place. Anchors likewise:
+``\\b``/``\\B`` are kept where both characters they read lie inside the terminal;
+``^ $ \\A \\Z`` (the whole input, in Lark's lexer) are refused.
+
+``%declare _INDENT _DEDENT`` (Lark's Indenter post-lexer, python.lark) loads with a
+warning: the two match the empty text, so indentation is not checked.
 
 Ignored with a warning: terminal/rule priorities, ``max_tokens=``, ``temperature=``.
 Refused with a GrammarError naming the place: terminal templates, parametric rules,
-``%declare``, ``%override``, imports other than ``common``, look-around reading outside
+``%declare`` of other terminals, ``%override``, imports other than ``common``, look-around reading outside
 the terminal, backreferences, the ``l`` regex flag, token ranges ``<[..]>``, special
 tokens ``<|..|>``, ``@grammar``.
 """

@@ -21,6 +21,7 @@ from tether.grammar.lark.templates import expand_templates
 from tether.grammar.lark.tokens import Tok
 from tether.grammar.lower import Lowering
 from tether.grammar.simplify import did_you_mean, simplify
+from tether.limits import current as current_limits
 
 
 def parse_lark(text: str, *, source: str = "") -> LarkReader:
@@ -87,13 +88,12 @@ def from_lark(text: str, *, start: str = "start", source: str = "") -> Grammar:
         t = lw.terminal(node_ne, node.name if isinstance(node, Ref) else None)
         if t.name not in g.ignore:
             g.ignore.append(t.name)
-    if p.looks:
-        check_terminal_looks(g, p.looks, text, source)
+    notes = check_terminal_looks(g, p.looks, text, source) if p.looks else []
     for name, sub in p.embedded.items():
         g.rules = [r for r in g.rules if r.lhs != name]
         embed_into(g, sub, name)
     g.warnings += p.warnings
-    g.lowering = lw.decisions
+    g.lowering = lw.decisions + notes
     return simplify(g, text=text, source=source, positions=p.positions, warn_unreachable=set())
 
 
@@ -157,7 +157,7 @@ def check_cycles(p: LarkReader, text: str, source: str) -> None:
             if s is None:
                 state[r.name] = 1
                 stack.append((r.name, refs(p.terms[r.name])))
-    lim = bounds.current()
+    lim = current_limits()
     for name, (depth, size) in bounds.inlined_sizes(p.terms).items():
         if depth > lim.max_nesting:
             raise LimitError("max_nesting", depth, lim.max_nesting,

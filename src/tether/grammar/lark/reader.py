@@ -19,12 +19,14 @@ from tether.errors import GrammarError, LimitError
 from tether.grammar import bounds
 from tether.grammar.ast import EPS, Alt, Cls, Gen, Lit, Node, Ref, Rep, Rx, Seq, SetOp, alt, seq
 from tether.grammar.ir import Grammar
+from tether.grammar.lark.lookahead import without_lookaheads
 from tether.grammar.lark.regex_checks import check_regex, lookaround_offsets
 from tether.grammar.lark.templates import Template, Usage
 from tether.grammar.lark.tokens import Tok, tokenize, unescape
 from tether.grammar.simplify import did_you_mean
 
 _ATTRS = {"stop", "max_tokens", "lazy", "capture", "temperature", "suffix", "stop_capture"}
+_INDENTER = {"_INDENT", "_DEDENT"}  # the terminals Lark's Indenter post-lexer declares
 _LLG_OPTIONS = {"no_forcing", "allow_invalid_utf8", "allow_initial_skip", "ignore_once"}
 
 
@@ -240,10 +242,37 @@ class LarkReader:
                 raise self.error("failed to parse %llguidance declaration: expected "
                                  f"boolean options among {sorted(_LLG_OPTIONS)}", t.pos)
             self.warnings.append("%llguidance options are ignored")
-        elif d in ("%declare", "%override", "%extend"):
+        elif d == "%declare":
+            self.declare(t)
+        elif d in ("%override", "%extend"):
             raise self.error(f"{d} is not supported", t.pos)
         else:
             raise self.error(f"unknown directive {d}", t.pos)
+
+    def declare(self, directive: Tok) -> None:
+        """``%declare _INDENT _DEDENT``: the terminals Lark's ``Indenter`` post-lexer makes
+        from the indentation. tether runs no post-lexer: they match the empty text, so
+        indentation is not checked (a stated approximation, with a warning). Any other
+        declared terminal is refused: only a post-lexer tether does not have makes it."""
+        names: list[Tok] = []
+        while self.peek().kind == "name":
+            names.append(self.next())
+        if not names:
+            raise self.error("expected terminal names after %declare", self.peek().pos)
+        for n in names:
+            if n.value not in _INDENTER:
+                raise self.error(f"%declare of '{n.value}' is not supported: a declared terminal comes from a "
+                                 f"post-lexer, which tether does not run (only the Indenter's "
+                                 f"{' and '.join(sorted(_INDENTER))} are accepted)", n.pos)
+            if n.value in self.rules or n.value in self.terms:
+                raise self.error(f"duplicate terminal '{n.value}' (declared)", n.pos)
+            self.rules[n.value] = EPS
+            self.positions[n.value] = n.pos
+        msg = (f"%declare {' '.join(n.value for n in names)}: Lark's Indenter post-lexer makes these "
+               "terminals; tether has none, so they match the empty text and indentation is not checked "
+               "(a newline inside brackets is not ignored either)")
+        self.warnings.append(msg)
+        warnings.warn(msg, stacklevel=4)
 
     def import_(self) -> None:
         first = self.next()
@@ -316,7 +345,7 @@ class LarkReader:
         return alt(alts, start)
 
     def _alias(self) -> Gen:
-        node = yield self._conjunction()
+        node: Node = yield self._conjunction()
         if self.peek().value == "->":
             self.next()
             n = self.next()
@@ -326,7 +355,7 @@ class LarkReader:
 
     def _conjunction(self) -> Gen:
         start = self.peek().pos
-        parts = [(yield self._sequence())]
+        parts: list[Node] = [(yield self._sequence())]
         while self.peek().value == "&":
             self.next()
             parts.append((yield self._sequence()))
@@ -349,7 +378,7 @@ class LarkReader:
             inner = yield self._postfix()
             self.nesting.leave()
             return SetOp("not", (inner,), pos=t.pos)
-        node = yield self._atom()
+        node: Node = yield self._atom()
         hi: int | None
         while True:
             p = self.peek()
@@ -433,7 +462,8 @@ class LarkReader:
             if self.peek().value == "::":
                 raise self.error(f"parametric rules ('{t.value}::...') are not supported", t.pos)
             if self.peek().value == "{" and self.peek(1).kind != "number" and self.peek(1).value not in (",", "}"):
-                return (yield self._template_use(t))
+                use: Node = yield self._template_use(t)
+                return use
             return Ref(t.value, pos=t.pos)
         if t.kind == "directive" and t.value == "%json":
             data = self.next().data
@@ -495,6 +525,9 @@ class LarkReader:
             if f not in "imsxu":
                 raise self.error(f"unknown regex flag '{f}'", t.pos + end + 1)
         pattern = pattern.replace("\\/", "/")
+        rewritten = without_lookaheads(pattern, flags)
+        if rewritten is not None:  # a look-ahead inside a repetition, decided inside the regex
+            pattern, flags = rewritten, ""
         check_regex(pattern, flags, self.text, t.pos, self.source, whole_terminal=not self.in_terminal,
                     anchors=True)
         if self.in_terminal and lookaround_offsets(pattern, anchors=True):
@@ -571,7 +604,7 @@ class LarkReader:
         try:
             from tether.grammar.json_schema import compile_json_schema
 
-            g = compile_json_schema(data)  # type: ignore[arg-type]
+            g = compile_json_schema(data)
         except (GrammarError, LimitError):
             raise
         except Exception as exc:  # SchemaError, missing json_schema module, ...

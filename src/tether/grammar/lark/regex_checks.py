@@ -173,14 +173,20 @@ def lookaround_outside(pattern: str, flags: str, anchors: bool = False) -> tuple
     return next((f for f in found if f is not None), None)
 
 
-def check_terminal_looks(g: Grammar, looks: list[tuple[int, str, str]], text: str, source: str) -> None:
+def check_terminal_looks(g: Grammar, looks: list[tuple[int, str, str]], text: str, source: str) -> list[str]:
     """Every lexeme class of ``g`` (before embedded grammars join it) keeps its
     look-arounds inside its own text: decided on the terminal's whole regex, where the
     parts of a Lark terminal definition are joined (``"\"" /(?<!\\)x/`` reads the quote,
-    which is part of the lexeme). A look-around that reads outside is refused at the
-    regex part holding it (``looks``: (offset, pattern, flags) of the regex parts with
-    look-arounds, as the reader found them)."""
-    for t in g.terminals.values():
+    which is part of the lexeme). A negative look-ahead after the lexeme that the
+    lexer's longest match already enforces (``lookahead.decided_by_longest_match``) is
+    dropped, and a note returned for ``Grammar.lowering``. Any other look-around that
+    reads outside is refused at the regex part holding it (``looks``: (offset, pattern,
+    flags) of the regex parts with look-arounds, as the reader found them)."""
+    from tether.grammar.lark.longest_match import decided_by_longest_match  # noqa: PLC0415
+
+    notes: list[str] = []
+    memo: dict[str, Any] = {}  # the grammar's facts, built once
+    for t in list(g.terminals.values()):
         patterns: list[str] = []
         if t.regex is not None:
             patterns.append(t.regex)
@@ -198,6 +204,11 @@ def check_terminal_looks(g: Grammar, looks: list[tuple[int, str, str]], text: st
             bad = lookaround_outside(pattern, "", anchors=True)
             if bad is None:
                 continue
+            decided = decided_by_longest_match(g, t.name, pattern, memo) if t.regex == pattern else None
+            if decided is not None:
+                notes.append(f"terminal {t.name}: its look-ahead after the lexeme is exact as lowered, "
+                             f"at every use ({'; '.join(decided)})")
+                continue
             # the part of the definition that reads outside (one exists: a look-around
             # inside its own part is inside the terminal)
             for pos, part, flags in looks:
@@ -210,3 +221,4 @@ def check_terminal_looks(g: Grammar, looks: list[tuple[int, str, str]], text: st
                                        source)
             raise GrammarError(f"invalid regex: {bad[1]}; in terminal '{t.name}'",
                                text, looks[0][0], source)
+    return notes

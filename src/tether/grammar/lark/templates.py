@@ -14,6 +14,7 @@ from tether.grammar import bounds
 from tether.grammar.ast import Alt, Gen, Node, Ref, Rep, Seq, SetOp, alt, seq, walk
 from tether.grammar.ir import Grammar
 from tether.grammar.simplify import did_you_mean
+from tether.limits import current as current_limits
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def expand_templates(site: TemplateSite) -> None:
     each instance's arguments (templates that grow their arguments stop there)."""
     if not site.usages:
         return
-    lim = bounds.current()
+    lim = current_limits()
     instances: dict[tuple[str, tuple[Node, ...]], str] = {}
     todo: list[tuple[str, Template, dict[str, Node]]] = []
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from tether.errors import GrammarError, LimitError
 from tether.grammar import bounds
+from tether.limits import current as current_limits
 
 _TOKEN = re.compile(
     r"""
@@ -68,7 +69,7 @@ def tokenize(text: str, source: str) -> list[Tok]:
                 raise GrammarError(f"invalid JSON after {val}: {exc.msg}", text, exc.pos, source) from None
             except RecursionError:  # the decoder's own depth guard: past any sane depth
                 raise LimitError("max_json_depth", "deeper than the JSON decoder allows",
-                                 bounds.current().max_json_depth, bounds.place(text, j, source)) from None
+                                 current_limits().max_json_depth, bounds.place(text, j, source)) from None
             out.append(Tok("json", text[j:end], j, data))
             pos = end
             continue

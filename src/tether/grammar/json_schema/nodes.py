@@ -1,0 +1,144 @@
+"""Regex-layer nodes of the compiler's lexemes, built from their parts instead of parsed.
+
+The compiler spells every lexeme as regex text: the text stays the terminal's meaning for
+printing, GBNF and composition. The pieces whose node it can build directly (whitespace
+gaps and punctuation, object keys, alternations of names, string bodies written from
+``strings.py``'s AST) are recorded here by their text (``known``); ``spec_node`` gives a
+lexeme its node from those, and parses only the texts it holds no node for (a user's
+``pattern`` as a ``patternProperties`` region, a custom gap regex).
+
+Each recorded node is the very node the regex layer's parser builds for the text (nodes
+are interned, so the tests compare identity): where the parser reshapes what it reads (an
+alternation of many literals becomes a trie, ``a|b`` one class), the builders here do the
+same.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tether import regex as rx
+from tether.errors import LimitError, RegexError
+from tether.grammar.ir import expr_node
+from tether.regex import charset
+
+# text -> its node, or a function building it (built on first use: a lexeme the compiler
+# spells but does not keep costs nothing)
+_KNOWN: dict[str, rx.Node | Callable[[], rx.Node]] = {}
+_KNOWN_MAX = 1 << 16
+
+# the regex parser factors an alternation of at least this many literal branches into a
+# trie (A·X | A·Y = A·(X|Y)); below it keeps the branches as they are
+TRIE_MIN = 8
+
+
+def known(text: str, node: rx.Node | Callable[[], rx.Node]) -> str:
+    """Record that ``text`` parses to ``node`` (or to what ``node()`` builds, called on
+    first use); return ``text``."""
+    if len(_KNOWN) >= _KNOWN_MAX:
+        _KNOWN.clear()
+    _KNOWN[text] = node
+    return text
+
+
+def recorded(text: str) -> rx.Node | None:
+    """The node recorded for ``text`` (built now if it was recorded as a function)."""
+    node = _KNOWN.get(text)
+    if node is None or isinstance(node, rx.Node):
+        return node
+    built = _KNOWN[text] = node()
+    return built
+
+
+known('"', rx.literal('"'))  # the quotes around a string body
+
+
+def joined(*texts: str) -> str:
+    """The regex ``texts`` written one after another, recorded with the concatenation of
+    their nodes when each is recorded. The caller keeps the parts apart: no part may end
+    with a repeat of what the next starts with (the parser would merge the counts)."""
+    text = "".join(texts)
+    if text not in _KNOWN and all(t in _KNOWN for t in texts):
+        known(text, lambda: rx.concat(*(leaf(t) for t in texts)))
+    return text
+
+
+def group(text: str) -> str:
+    """``(?:text)`` (recorded with ``text``'s node, if that is recorded)."""
+    out = f"(?:{text})"
+    if text in _KNOWN:
+        known(out, lambda: leaf(text))
+    return out
+
+
+def leaf(text: str) -> rx.Node:
+    """The node of a regex ``text`` of a lexeme: recorded, else parsed (cached by the
+    regex layer).
+
+    Raises:
+        RegexError, LimitError: as ``tether.regex.parse``.
+    """
+    node = recorded(text)
+    if node is None:
+        node = rx.parse(text)
+    return node
+
+
+def spec_node(spec: tuple[Any, ...]) -> rx.Node | None:
+    """The node of a lexeme spec (``layout.Spec``), or None for a literal and for a text
+    that does not parse (the engine then reports it, naming the terminal, as before)."""
+    kind = spec[0]
+    if kind == "lit":
+        return None
+    if len(spec) > 2:
+        node: rx.Node = spec[2]
+        return node
+    try:
+        if kind == "rx":
+            return leaf(spec[1])
+        return _expr_node(spec[1])
+    except (RegexError, LimitError):
+        return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _expr_node(tree: tuple[Any, ...]) -> rx.Node:
+    """``expr_node`` of a lexeme's tree, by content (a region's key language is asked
+    for twice, by ``body_nonempty`` and by its terminal; errors are not cached)."""
+    built: rx.Node = expr_node(tree, leaf)
+    return built
+
+
+def words_node(words: Sequence[str]) -> rx.Node:
+    """The node of the alternation ``w1|w2|...`` of the literal texts ``words`` (each
+    written with every character escaped: one character, one class), as the parser
+    builds it: one class if every word is one character, a trie from ``TRIE_MIN`` words
+    on, else the union of the literals."""
+    if len(words) == 1:
+        return rx.literal(words[0])
+    if all(len(w) == 1 for w in words):
+        return rx.charset_node(charset.of_chars("".join(words)))
+    if len(words) < TRIE_MIN:
+        return rx.alt(*(rx.literal(w) for w in words))
+    root: dict[str, Any] = {}
+    for w in words:
+        t = root
+        for ch in w:
+            t = t.setdefault(ch, {})
+        t[""] = True  # "" marks the end of a word (no character is "")
+    # children first, without recursion (a word may be long)
+    order: list[dict[str, Any]] = []
+    stack = [root]
+    while stack:
+        t = stack.pop()
+        order.append(t)
+        stack.extend(v for k, v in t.items() if k)
+    built: dict[int, rx.Node] = {}
+    for t in reversed(order):
+        parts = [rx.literal(k, built[id(v)]) for k, v in t.items() if k]
+        if "" in t:
+            parts.append(rx.EPSILON)
+        built[id(t)] = rx.alt(*parts)
+    return built[id(root)]
