@@ -27,22 +27,32 @@ with no content is a ``with`` block for `tether.program.state.ModelState`.
 Arguments are checked when a hole is made (`ArgumentError`, a ``ValueError``); a hole
 whose output is not complete under its constraint (cut by a stop text or its token
 budget) captures ``None`` and records why in ``result.errors``.
+
+Streaming: ``program.stream(model)`` (and ``lm.stream(piece)`` of `state.ModelState`) writes
+exactly what ``program.run(model)`` writes — the same walk (`write_steps`) and hole plan
+(`plan_hole`) — and yields a `HoleEvent` per change of a hole's value (capture name, text so
+far, typed partial value as ``Stream.partials`` gives it), then one with ``done=True`` and
+the captured value; `ProgramStream.result` gives the `ProgramResult`. Holes written by a
+`function` call give no events; a black-box HTTP model answers a hole in one request (one
+``done`` event).
 """
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import re
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
 from tether import limits
-from tether.decoding import Argmax, Decoder, Sample, decode, plan_healing
+from tether.decoding import Argmax, Decoded, Decoder, Sample, decode, decode_iter, plan_healing
 from tether.decoding.decoders import check_bool, check_int, check_number, check_seed
-from tether.errors import ArgumentError
+from tether.decoding.stops import StopScanner
+from tether.errors import ArgumentError, ModelError
 from tether.limits import Limits
 from tether.limits import limits as limits_in_force
 from tether.models.base import Costs, Model, is_black_box
@@ -64,11 +74,9 @@ from tether.program.outputs import (
     output_spec,
     triggered_spec,
 )
+from tether.program.partial import Partials
 from tether.program.remote import fill_hole as remote_hole
 from tether.program.view import HoleInfo, generation_hole
-
-if TYPE_CHECKING:
-    from tether.program.program_stream import ProgramStream
 
 
 class Piece:
@@ -504,7 +512,7 @@ def write_steps(model: Any, tr: Transcript, piece: Piece, options: RunOptions,
     """``piece`` written after ``tr`` in ``scope``: text appended, turns opened for role
     pieces (nested programs walked without recursion); each hole, left to right, is
     yielded as a request and the transcript with it filled is sent back (`write` fills
-    them at once, `tether.program.program_stream` step by step). Returns the transcript."""
+    them at once, `stream_write` step by step). Returns the transcript."""
     stack: list[tuple[Any, Scope | None]] = [(iter((piece,)), scope)]
     while stack:
         it, sc = stack[-1]
@@ -605,9 +613,7 @@ class Program(Piece):
                chat_template: str | None = None) -> ProgramStream[ProgramResult]:
         """`run`, streamed: iterate the `HoleEvent` of each hole as it is decoded
         (capture name, text so far, typed partial value; then ``done``);
-        `ProgramStream.result` gives the `ProgramResult` (`tether.program.program_stream`)."""
-        from tether.program.program_stream import ProgramStream, stream_write
-
+        `ProgramStream.result` gives the `ProgramResult` ."""
         options = check_run_options(temperature, seed, healing, fast_forward, chat_template)
         active = check_limits_arg(limits)
         with limits_in_force(active) if active is not None else nullcontext():
@@ -617,3 +623,122 @@ class Program(Piece):
             return ProgramResult(tr.render(model, options), dict(tr.captures), tr.costs, dict(tr.errors))
 
         return ProgramStream(stream_write(model, Transcript(), self, options, None), finish, active)
+
+
+# ---- streaming: a program written hole by hole -------------------------------------------
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class HoleEvent:
+    """A hole of a streamed program as it is decoded.
+
+    Attributes:
+        name: the hole's capture name (None: an unnamed hole).
+        index: the hole's number in the state or program (0 for the first).
+        text: the hole's text so far.
+        value: its typed value so far (``Stream.partials``'s partial value); with
+            ``done``, the captured value (a JSON output parsed, a Pydantic model
+            validated; None where the output was incomplete).
+        done: the hole is complete and captured.
+    """
+
+    name: str | None
+    index: int
+    text: str
+    value: Any
+    done: bool = False
+
+
+class ProgramStream(Generic[R]):
+    """The `HoleEvent`s of a program being written; `result` gives what it wrote."""
+
+    def __init__(self, steps: Generator[HoleEvent, None, Transcript], finish: Callable[[Transcript], R],
+                 limits: Limits | None = None) -> None:
+        self._steps = steps
+        self._finish = finish
+        self._limits = limits
+        self._result: R | None = None
+        self._done = False
+
+    def __iter__(self) -> Iterator[HoleEvent]:
+        return self
+
+    def __next__(self) -> HoleEvent:
+        if self._done:
+            raise StopIteration
+        try:
+            with limits_in_force(self._limits) if self._limits is not None else nullcontext():
+                return next(self._steps)
+        except StopIteration as end:
+            self._done = True
+            tr: Transcript | None = end.value  # None: the steps ended by an error before
+            if tr is not None:
+                with limits_in_force(self._limits) if self._limits is not None else nullcontext():
+                    self._result = self._finish(tr)
+            raise StopIteration from None
+
+    def close(self) -> None:
+        """Stop here (the model is left ready for the next call); idempotent."""
+        self._steps.close()
+        self._done = True
+
+    def result(self) -> R:
+        """Write the rest and return the final state (``lm.stream``) or `ProgramResult`
+        (``program.stream``).
+
+        Raises ModelError if the stream was closed (or a step raised) before the program
+        was written."""
+        for _ in self:
+            pass
+        if self._result is None:
+            raise ModelError("the program stream ended before the program was written (it was closed, "
+                             "or a step raised)")
+        return self._result
+
+
+def stream_write(model: Any, tr: Transcript, piece: Any, options: RunOptions,
+                 scope: Scope | None) -> Generator[HoleEvent, None, Transcript]:
+    """`compose.write`, each hole streamed (`stream_hole`)."""
+    steps = write_steps(model, tr, piece, options, scope)
+    try:
+        request = next(steps)
+        while True:
+            filled = yield from stream_hole(model, request[0], request[1], options, request[2])
+            request = steps.send(filled)
+    except StopIteration as done:
+        result: Transcript = done.value
+        return result
+
+
+def stream_hole(model: Any, tr: Transcript, piece: Gen | Select, options: RunOptions,
+                scope: Scope | None) -> Generator[HoleEvent, None, Transcript]:
+    """`compose.fill_hole`, yielding a `HoleEvent` per change of the hole's value (the
+    text shown stops short of what a ``stop`` text may still remove), then the done one."""
+    before = model.costs.snapshot()
+    plan = plan_hole(model, tr, piece, options, scope)
+    index = tr.holes
+    if plan.tokens is None:
+        g = remote_generation(model, plan)
+    else:
+        reader = Partials(plan.spec)
+        utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        scanner = StopScanner(plan.stop)  # mirrors the decoder's, to know what is safe to show
+        text, sent = "", 0
+        last: Decoded | None = None
+        for states in decode_iter(model, plan.tokens, plan.matcher(), plan.decoder, **plan.options):
+            last = states[0]
+            scanner.text, scanner.hit = bytearray(last.text), last.stop_text
+            safe = scanner.safe_length()
+            if safe > sent:
+                chunk = utf8.decode(bytes(last.text[sent:safe]))
+                sent = safe
+                text += chunk
+                if reader.feed(chunk) and reader.has_value:
+                    yield HoleEvent(piece.name, index, text, reader.value)
+        if last is None:  # no step was taken: decode at once
+            [last] = decode(model, plan.tokens, plan.matcher(), plan.decoder, **plan.options)
+        g = to_generation(model, last, plan.spec, Costs(), plan.prompt)
+    filled = with_hole(tr, piece, g, scope, model.costs.snapshot() - before)
+    yield HoleEvent(piece.name, index, g.text, g.value, done=True)
+    return filled

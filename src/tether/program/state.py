@@ -36,7 +36,7 @@ import functools
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tether.errors import ArgumentError, TetherError
 from tether.limits import Limits
@@ -48,6 +48,7 @@ from tether.program.compose import (
     Chunk,
     Deferred,
     Program,
+    ProgramStream,
     RoleBlock,
     RunOptions,
     Scope,
@@ -55,12 +56,10 @@ from tether.program.compose import (
     _as_program,
     check_model,
     check_run_options,
+    stream_write,
     write,
 )
 from tether.program.view import Span, render_html
-
-if TYPE_CHECKING:
-    from tether.program.program_stream import ProgramStream
 
 
 class ModelState:
@@ -130,9 +129,7 @@ class ModelState:
     def stream(self, other: Any) -> ProgramStream[ModelState]:
         """``self + other``, streamed: iterate the `HoleEvent` of each hole as it is
         decoded (capture name, text so far, typed partial value; then ``done``), and
-        `ProgramStream.result` gives the new state (`tether.program.program_stream`)."""
-        from tether.program.program_stream import ProgramStream, stream_write
-
+        `ProgramStream.result` gives the new state (`tether.program.compose`)."""
         piece, block, scope = self._target(other, "lm.stream(...)")
 
         def finish(tr: Transcript) -> ModelState:

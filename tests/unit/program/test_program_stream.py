@@ -15,7 +15,7 @@ from tether.errors import ArgumentError, LimitError, ModelError
 from tether.limits import Limits
 from tether.models.scripted import ScriptedModel
 from tether.program import ModelState, Program, assistant, gen, select, user
-from tether.program.program_stream import HoleEvent
+from tether.program.compose import HoleEvent
 
 TEMPLATE = ("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>\n{% endfor %}"
             "{% if add_generation_prompt %}<|assistant|>{% endif %}")
