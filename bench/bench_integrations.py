@@ -16,17 +16,23 @@ same JSON Schema, compact JSON (no whitespace between tokens). ``setup_ms``: bui
 engine's tokenizer index (XGrammar, llguidance; tether's vocabulary is built by the
 warm-up call before) and compiling the schema, once per process.
 
-``--stack batch`` times the mask computation of one serving step for 32 requests: tether's
-vLLM path (`requests.BatchConstraints.masks`: each row's new token consumed, then every
-row's mask) against llguidance's parallel fill (``consume_token`` per row, then
-``llguidance.numpy.fill_next_token_bitmask_par`` over an ``LLExecutor``), on the Gemma
-vocabulary, 32 different documents valid under the schema, rows at staggered offsets.
-Two passes over the same documents: ``cold`` (new matchers, tether's mask cache empty) and
-``warm`` (new matchers, the compiled constraint's mask cache filled by the cold pass).
+``--stack batch`` times the mask computation of one serving step for 32, 64, 128 and 256
+requests (``--rows``) on the Gemma vocabulary, each request a different document valid
+under the schema, rows at staggered offsets: per step, each row's new tokens are consumed
+(tether: `requests.BatchConstraints.sync`; llguidance: ``consume_token`` per row), then
+every row's mask is written — tether row by row (``tether/rows``: ``compute_mask`` per
+row, the path before ``compute_masks`` was threaded) and in one `tether.engine.compute_masks`
+call per thread count of ``--threads`` (``tether/threads=N``), llguidance with
+``llguidance.numpy.fill_next_token_bitmask_par`` over an ``LLExecutor(num_threads=N)``.
+Two passes each over the same documents with new matchers: ``cold`` (tether: a new
+compiled constraint, its mask cache empty) and ``warm`` (the cache filled by the cold
+pass). Reported per step: the whole step and the mask part alone, and the ratio of each
+engine's mean mask time to ``tether/rows``'s. Only the tokenizer is loaded (from the
+converted folder, else from the GGUF).
 
     PYTHONPATH=src python bench/bench_integrations.py                  # llama-cpp-python
     PYTHONPATH=src python bench/bench_integrations.py --stack transformers [--engines tether,xgrammar]
-    PYTHONPATH=src python bench/bench_integrations.py --stack batch
+    PYTHONPATH=src python bench/bench_integrations.py --stack batch [--rows 32,64 --threads 1,2]
 """
 
 from __future__ import annotations
@@ -227,90 +233,136 @@ def _documents(n: int) -> list[str]:
                        separators=(",", ":"), ensure_ascii=False) for i in range(n)]
 
 
-def bench_batch(rows: int, steps: int) -> None:
-
-
+def _tokenizer() -> Any:
+    """The embedded model's tokenizer: from the converted folder when there is one, else
+    read from the GGUF (no weights converted: the batch bench needs the tokenizer only)."""
     import transformers
 
-    from tether.engine import compile as compile_constraint
+    from tether.models.llama_cpp import embedded_model_path
+    from tether.models.transformers_model import EMBEDDED_HF_DIR
+
+    if (EMBEDDED_HF_DIR / "tokenizer_config.json").exists():
+        return transformers.AutoTokenizer.from_pretrained(EMBEDDED_HF_DIR)
+    gguf = embedded_model_path()
+    return transformers.AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+
+
+def bench_batch(sizes: list[int], steps: int, threads: list[int]) -> None:
+    from tether.engine import compute_masks
+    from tether.engine.compiled import CompiledConstraint
     from tether.integrations.requests import BatchConstraints
     from tether.integrations.transformers import hf_vocabulary
-    from tether.models.transformers_model import embedded_hf_dir
     from tether.program.outputs import output_spec
     from tether.tokens.bitmask import allocate_mask
 
-    tok = transformers.AutoTokenizer.from_pretrained(embedded_hf_dir())
-    docs = [tok.encode(d, add_special_tokens=False) for d in _documents(rows)]
-    offsets = [i % 7 for i in range(rows)]  # staggered: rows at different states each step
+    tok = _tokenizer()
     vocab = hf_vocabulary(tok)
-
-    def tokens_at(i: int, step: int) -> list[int]:
-        doc = docs[i]
-        return doc[: min(offsets[i] + step, len(doc))]
-
-    warm = compile_constraint(output_spec(["ab"]).grammar, vocab).matcher()  # numba kernels loaded
-    warm.compute_mask(allocate_mask(vocab.size))
-    t0 = time.perf_counter()
-    cc = compile_constraint(output_spec(SCHEMA).grammar, vocab)
-    compile_s = time.perf_counter() - t0
-
-    def tether_pass() -> list[float]:
-        batch = BatchConstraints(vocab, lambda _output: cc)
-        lists: list[list[int]] = [[] for _ in range(rows)]
-        for i in range(rows):
-            batch.add(i, {"json": SCHEMA}, lists[i])
-        times = []
-        for step in range(steps):
-            for i in range(rows):
-                lists[i][:] = tokens_at(i, step)
-            t = time.perf_counter()
-            batch.masks()  # consumes the new tokens, then 32 masks
-            times.append(time.perf_counter() - t)
-        assert not any(r.error for r in batch.rows.values()), [r.error for r in batch.rows.values()]
-        return times
-
-    def summary(engine: str, run: str, times: list[float], **extra: Any) -> None:
-        ms = sorted(1000 * t for t in times)
-        print(json.dumps({"stack": "batch", "engine": engine, "run": run, "rows": rows, "steps": len(ms),
-                          "ms_per_step_p50": round(statistics.median(ms), 3),
-                          "ms_per_step_mean": round(statistics.fmean(ms), 3),
-                          "ms_per_step_max": round(ms[-1], 3), **extra}))
-
-    for run in ("cold", "warm"):
-        summary("tether", run, tether_pass(), compile_s=round(compile_s, 3) if run == "cold" else None)
-
+    grammar = output_spec(SCHEMA).grammar
+    warm = CompiledConstraint(output_spec(["ab"]).grammar, vocab).matcher()  # numba kernels loaded
+    compute_masks([warm, warm.copy()], allocate_mask(vocab.size, batch=2), threads=2)
+    machine = {"cpus": os.cpu_count(), "load1": round(os.getloadavg()[0], 2)}
+    print(json.dumps({"stack": "batch", "machine": machine, "steps": steps,
+                      "vocabulary": vocab.size}))
     try:
         import llguidance
         import llguidance.hf
         import llguidance.numpy
     except ImportError as e:
+        llguidance = None
         print(json.dumps({"stack": "batch", "engine": "llguidance", "skipped": str(e)}))
-        return
-    lltok = llguidance.hf.from_tokenizer(tok, n_vocab=vocab.size)
-    grammar = llguidance.LLMatcher.grammar_from_json_schema(SCHEMA, defaults=LLG_DEFAULTS)
-    executor = llguidance.LLExecutor()
+    else:
+        lltok = llguidance.hf.from_tokenizer(tok, n_vocab=vocab.size)
+        llgrammar = llguidance.LLMatcher.grammar_from_json_schema(SCHEMA, defaults=LLG_DEFAULTS)
 
-    def llg_pass() -> list[float]:
-        matchers = [llguidance.LLMatcher(lltok, grammar) for _ in range(rows)]
-        bitmask = llguidance.numpy.allocate_token_bitmask(rows, lltok.vocab_size)
-        consumed = [0] * rows
-        times = []
-        for step in range(steps):
-            t = time.perf_counter()
-            for i, m in enumerate(matchers):
-                toks = tokens_at(i, step)
-                for tk in toks[consumed[i]:]:
-                    m.consume_token(tk)
-                consumed[i] = len(toks)
-            llguidance.numpy.fill_next_token_bitmask_par(executor, [(m, i) for i, m in enumerate(matchers)],
-                                                         bitmask)
-            times.append(time.perf_counter() - t)
-            assert not any(m.is_error() for m in matchers), [m.get_error() for m in matchers]
-        return times
+    for rows in sizes:
+        docs = [tok.encode(d, add_special_tokens=False) for d in _documents(rows)]
+        offsets = [i % 7 for i in range(rows)]  # staggered: rows at different states each step
 
-    for run in ("cold", "warm"):
-        summary("llguidance", run, llg_pass())
+        def tokens_at(i: int, step: int, docs: list[list[int]] = docs,
+                      offsets: list[int] = offsets) -> list[int]:
+            doc = docs[i]
+            return doc[: min(offsets[i] + step, len(doc))]
 
+        def tether_pass(cc: CompiledConstraint, mode: int, rows: int = rows,
+                        tokens_at: Any = tokens_at) -> tuple[list[float], list[float]]:
+            """One pass: per step, each row's new tokens consumed (``BatchConstraints.sync``),
+            then every row's mask: ``mode`` 0 the row-by-row ``compute_mask`` loop, else one
+            ``compute_masks`` call on ``mode`` threads. Returns (step seconds, mask seconds)."""
+            batch = BatchConstraints(vocab, lambda _output: cc)
+            lists: list[list[int]] = [[] for _ in range(rows)]
+            for i in range(rows):
+                batch.add(i, {"json": SCHEMA}, lists[i])
+            matchers = [batch.rows[i].matcher for i in range(rows)]
+            out = allocate_mask(vocab.size, batch=rows)
+            steps_s, masks_s = [], []
+            for step in range(steps):
+                for i in range(rows):
+                    lists[i][:] = tokens_at(i, step)
+                t = time.perf_counter()
+                batch.sync()
+                t1 = time.perf_counter()
+                if mode == 0:
+                    for i, m in enumerate(matchers):
+                        m.compute_mask(out[i])
+                else:
+                    compute_masks(matchers, out, threads=mode)
+                t2 = time.perf_counter()
+                steps_s.append(t2 - t)
+                masks_s.append(t2 - t1)
+            assert not any(r.error for r in batch.rows.values()), [r.error for r in batch.rows.values()]
+            return steps_s, masks_s
+
+        def llg_pass(executor: Any, rows: int = rows, tokens_at: Any = tokens_at
+                     ) -> tuple[list[float], list[float]]:
+            matchers = [llguidance.LLMatcher(lltok, llgrammar) for _ in range(rows)]
+            bitmask = llguidance.numpy.allocate_token_bitmask(rows, lltok.vocab_size)
+            pairs = [(m, i) for i, m in enumerate(matchers)]
+            consumed = [0] * rows
+            steps_s, masks_s = [], []
+            for step in range(steps):
+                t = time.perf_counter()
+                for i, m in enumerate(matchers):
+                    toks = tokens_at(i, step)
+                    for tk in toks[consumed[i]:]:
+                        m.consume_token(tk)
+                    consumed[i] = len(toks)
+                t1 = time.perf_counter()
+                llguidance.numpy.fill_next_token_bitmask_par(executor, pairs, bitmask)
+                t2 = time.perf_counter()
+                steps_s.append(t2 - t)
+                masks_s.append(t2 - t1)
+                assert not any(m.is_error() for m in matchers), [m.get_error() for m in matchers]
+            return steps_s, masks_s
+
+        results: dict[tuple[str, str], float] = {}
+
+        def summary(engine: str, run: str, timed: tuple[list[float], list[float]], rows: int = rows,
+                    results: dict[tuple[str, str], float] = results, **extra: Any) -> None:
+            ms = sorted(1000 * t for t in timed[0])
+            mk = sorted(1000 * t for t in timed[1])
+            results[(engine, run)] = statistics.fmean(mk)
+            print(json.dumps({"stack": "batch", "engine": engine, "run": run, "rows": rows,
+                              "steps": len(ms), "ms_per_step_p50": round(statistics.median(ms), 3),
+                              "ms_per_step_mean": round(statistics.fmean(ms), 3),
+                              "ms_per_step_max": round(ms[-1], 3),
+                              "mask_ms_p50": round(statistics.median(mk), 3),
+                              "mask_ms_mean": round(statistics.fmean(mk), 3), **extra}))
+
+        for mode in [0, *threads]:
+            name = "tether/rows" if mode == 0 else f"tether/threads={mode}"
+            cc = CompiledConstraint(grammar, vocab)  # its own mask cache: a cold pass, then warm
+            for run in ("cold", "warm"):
+                summary(name, run, tether_pass(cc, mode))
+        if llguidance is not None:
+            for n in threads:
+                executor = llguidance.LLExecutor(num_threads=n)
+                for run in ("cold", "warm"):  # llguidance keeps no mask cache across matchers
+                    summary(f"llguidance/threads={n}", run, llg_pass(executor))
+        for run in ("cold", "warm"):
+            base = results[("tether/rows", run)]
+            ratios = {k[0]: round(v / base, 3) for k, v in results.items() if k[1] == run}
+            print(json.dumps({"stack": "batch", "rows": rows, "run": run,
+                              "mask_mean_over_tether_rows": ratios}))
 
 
 def main() -> int:
@@ -319,15 +371,18 @@ def main() -> int:
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--engines", default="tether,xgrammar,llguidance",
                     help="transformers: which processors (those not installed are skipped)")
-    ap.add_argument("--rows", type=int, default=32, help="batch: requests per step")
+    ap.add_argument("--rows", default="32,64,128,256", help="batch: requests per step (a list)")
     ap.add_argument("--steps", type=int, default=24, help="batch: steps per pass")
+    ap.add_argument("--threads", default="1,2", help="batch: thread counts (tether's compute_masks "
+                    "and llguidance's executor)")
     args = ap.parse_args()
     if args.stack == "llama":
         bench_llama(args.max_tokens)
     elif args.stack == "transformers":
         bench_transformers(args.max_tokens, [e for e in args.engines.split(",") if e])
     else:
-        bench_batch(args.rows, args.steps)
+        bench_batch([int(r) for r in args.rows.split(",")], args.steps,
+                    [int(t) for t in args.threads.split(",")])
     return 0
 
 

@@ -9,7 +9,8 @@ first computed (``warmup()`` pays that cost up front).
 
 from __future__ import annotations
 
-from tether.engine.compiled import CompiledConstraint, compile, compute_masks
+from tether.engine.batch import compute_masks
+from tether.engine.compiled import CompiledConstraint, compile
 from tether.engine.matcher import Matcher
 
 
@@ -17,7 +18,15 @@ def warmup() -> None:
     """Load (or JIT-compile) the numba kernels now rather than at the first mask."""
     import numpy as np
 
-    from tether.engine._kernels import nonzero_words, walk_lexemes, walk_lexemes_lazy
+    from tether.engine._kernels import (
+        address_of,
+        copy_words,
+        fill_rows,
+        nonzero_words,
+        scatter_words,
+        walk_lexemes,
+        write_stored,
+    )
 
     i32 = np.int32
     one = np.zeros(1, i32)
@@ -25,9 +34,16 @@ def warmup() -> None:
     trie = (np.zeros(2, np.uint8), np.array([0, 1], i32), np.full(2, -1, i32),
             np.full(2, 2, i32), np.full(1, -1, i32))
     rest = (np.zeros(2, i32), np.zeros(2, i32), np.zeros(1, np.uint32), 1, 2)
-    walk_lexemes(*trie, t, one, t, one, *rest)
-    walk_lexemes_lazy(*trie, t, one, one, t, one, *rest)
+    walk_lexemes(*trie, t, one, None, t, one, *rest)  # no lazy terminals
+    walk_lexemes(*trie, t, one, one, t, one, *rest)  # lazy terminals
     nonzero_words(np.zeros(1, np.uint32), np.zeros(1, i32), np.zeros(1, np.uint32))
+    fill_rows(np.zeros((1, 1), np.uint32), np.zeros((1, 5), np.int64), 0, 0)
+    write_stored(np.zeros(1, np.uint32), 0, 0, 0, 0)
+    u32 = np.zeros(1, np.uint32)
+    copy_words(u32, u32)
+    scatter_words(u32, one, u32)
+    address_of(one)
+    address_of(u32)
 
 
 __all__ = ["CompiledConstraint", "Matcher", "compile", "compute_masks", "warmup"]

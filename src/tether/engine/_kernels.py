@@ -4,7 +4,9 @@ Kernels take fixed-dtype arrays and ints, write into caller-owned arrays, alloca
 nothing and return an int. Their meaning is stated as plain Python in
 ``tether.engine.walk`` (the driver) and kept runnable in the tests
 (``tests/unit/engine/engine_reference.py``). The kernel returns to Python on an UNKNOWN
-entry and is resumed at the same trie node once Python filled it.
+entry and is resumed at the same trie node once Python filled it. The kernels' parameters
+carry no annotations (numba types them from the arrays passed), hence their narrow
+``type: ignore[no-untyped-def]``.
 
 Table conventions (all ``int32``): a value ``>= 0`` is a state or node id,
 ``DEAD = -1`` means "no transition", ``UNKNOWN = -2`` means "not computed yet".
@@ -12,15 +14,23 @@ Table conventions (all ``int32``): a value ``>= 0`` is a state or node id,
 
 from __future__ import annotations
 
+import ctypes
+from typing import TYPE_CHECKING
+
 import numba as nb
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
+from numpy.typing import NDArray
+
+from tether.tokens._kernels import set_tokens
 
 DEAD = -1
 UNKNOWN = -2
 
 
 @nb.njit(cache=True, nogil=True)
-def walk_lexemes(byte, depth, token, end, dup_next, table, accid, trans, nstart,
+def walk_lexemes(byte, depth, token, end, dup_next, table, accid, lazyf, trans, nstart,  # type: ignore[no-untyped-def]
                  lstack, pstack, mask, start, stop):  # fmt: skip
     """Set the bit of every token of the trie nodes ``start..stop-1`` (whole subtrees of
     the root, or the rest of a walk resumed at ``start``) that the state at
@@ -28,50 +38,10 @@ def walk_lexemes(byte, depth, token, end, dup_next, table, accid, trans, nstart,
     kills the lexeme and its state accepts (``accid[state] >= 0``), follow the parser edge
     ``trans[node, accid]`` and restart the lexer at ``nstart[node']``. Return -1 when
     done, or the trie node whose step needs an UNKNOWN entry (the stacks then hold its
-    path: fill the entry and call again with ``start`` = that node)."""
-    p = start
-    while p < stop:
-        d = depth[p]
-        ls = lstack[d - 1]
-        pn = pstack[d - 1]
-        b = byte[p]
-        s = table[ls, b]
-        if s < 0:
-            if s == UNKNOWN:
-                return p
-            a = accid[ls]
-            if a < 0:
-                if a == UNKNOWN:
-                    return p
-                p = end[p]
-                continue
-            c = trans[pn, a]
-            if c < 0:
-                if c == UNKNOWN:
-                    return p
-                p = end[p]
-                continue
-            s = table[nstart[c], b]
-            if s < 0:
-                if s == UNKNOWN:
-                    return p
-                p = end[p]
-                continue
-            pn = c
-        lstack[d] = s
-        pstack[d] = pn
-        t = token[p]
-        while t >= 0:
-            mask[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            t = dup_next[t]
-        p += 1
-    return -1
+    path: fill the entry and call again with ``start`` = that node).
 
-
-@nb.njit(cache=True, nogil=True)
-def walk_lexemes_lazy(byte, depth, token, end, dup_next, table, accid, lazyf, trans, nstart,
-                      lstack, pstack, mask, start, stop):  # fmt: skip
-    """``walk_lexemes`` for grammars with lazy terminals: after each byte, a state that
+    ``lazyf``: None for a grammar without lazy terminals (numba compiles that case
+    apart, without the test below), else per lexer state: after each byte, a state that
     accepts a lazy terminal (``lazyf[state] == 1``) ends its lexeme at once (the state
     becomes ``nstart[trans[node, accid[state]]]``)."""
     p = start
@@ -103,30 +73,28 @@ def walk_lexemes_lazy(byte, depth, token, end, dup_next, table, accid, lazyf, tr
                 p = end[p]
                 continue
             pn = c
-        z = lazyf[s]
-        if z != 0:
-            if z == UNKNOWN:
-                return p
-            c = trans[pn, accid[s]]
-            if c < 0:
-                if c == UNKNOWN:
+        if lazyf is not None:
+            z = lazyf[s]
+            if z != 0:
+                if z == UNKNOWN:
                     return p
-                p = end[p]
-                continue
-            s = nstart[c]
-            pn = c
+                c = trans[pn, accid[s]]
+                if c < 0:
+                    if c == UNKNOWN:
+                        return p
+                    p = end[p]
+                    continue
+                s = nstart[c]
+                pn = c
         lstack[d] = s
         pstack[d] = pn
-        t = token[p]
-        while t >= 0:
-            mask[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            t = dup_next[t]
+        set_tokens(mask, token, dup_next, p)
         p += 1
     return -1
 
 
 @nb.njit(cache=True, nogil=True)
-def nonzero_words(mask, idx, words):
+def nonzero_words(mask, idx, words):  # type: ignore[no-untyped-def]
     """Write the indices and values of the non-zero words of ``mask`` into ``idx`` and
     ``words`` (as long as ``mask``); return their number."""
     k = 0
@@ -137,3 +105,122 @@ def nonzero_words(mask, idx, words):
             words[k] = w
             k += 1
     return k
+
+
+# ---- batch rows (compute_masks) ------------------------------------------------------------
+# How fill_rows writes one row of the batch.
+ROW_ZERO = 0  # nothing allowed (after EOS)
+ROW_DENSE = 1  # copy a stored mask of out2d's width
+ROW_SPARSE = 2  # zero the row, then set the stored non-zero words
+
+
+# ``_u32_view(addr, n)`` / ``_i32_view(addr, n)``: the ``n`` words at address ``addr`` as
+# an array (the engine's own cached arrays, which ``write_stored``'s caller keeps alive)
+if TYPE_CHECKING:  # what mypy sees: numba intrinsics carry no Python types
+
+    def _u32_view(addr: int, n: int) -> NDArray[np.uint32]: ...
+
+    def _i32_view(addr: int, n: int) -> NDArray[np.int32]: ...
+
+elif nb.config.DISABLE_JIT:  # plain Python: ctypes pointers, which carray takes there too
+
+    def _u32_view(addr, n):
+        return nb.carray(ctypes.cast(int(addr), ctypes.POINTER(ctypes.c_uint32)), n)
+
+    def _i32_view(addr, n):
+        return nb.carray(ctypes.cast(int(addr), ctypes.POINTER(ctypes.c_int32)), n)
+
+else:
+
+    @intrinsic
+    def _u32_at(typingctx, addr):
+        """The address ``addr`` (an int64) as a pointer to uint32."""
+        sig = types.CPointer(types.uint32)(types.int64)
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.uint32)))
+
+        return sig, codegen
+
+    @intrinsic
+    def _i32_at(typingctx, addr):
+        """The address ``addr`` (an int64) as a pointer to int32."""
+        sig = types.CPointer(types.int32)(types.int64)
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], context.get_value_type(types.CPointer(types.int32)))
+
+        return sig, codegen
+
+    @nb.njit(cache=True, nogil=True, inline="always")
+    def _u32_view(addr, n):
+        return nb.carray(_u32_at(addr), n)
+
+    @nb.njit(cache=True, nogil=True, inline="always")
+    def _i32_view(addr, n):
+        return nb.carray(_i32_at(addr), n)
+
+
+@nb.njit(cache=True, nogil=True)
+def copy_words(out, words):  # type: ignore[no-untyped-def]
+    """A dense stored mask into ``out``: ``out[i] = words[i]`` for every word of ``out``
+    (``words`` is as long). Returns the number of words copied."""
+    w = out.shape[0]
+    for i in range(w):
+        out[i] = words[i]
+    return w
+
+
+@nb.njit(cache=True, nogil=True)
+def scatter_words(out, idx, words):  # type: ignore[no-untyped-def]
+    """A sparse stored mask into ``out``: zero ``out``, then ``out[idx[i]] = words[i]``
+    (an index outside ``out`` is skipped). Returns the number of pairs."""
+    w = out.shape[0]
+    for i in range(w):
+        out[i] = 0
+    for i in range(idx.shape[0]):
+        x = idx[i]
+        if 0 <= x < w:
+            out[x] = words[i]
+    return idx.shape[0]
+
+
+@nb.njit(cache=True, nogil=True)
+def address_of(a):  # type: ignore[no-untyped-def]
+    """The address of ``a``'s first element (what ``write_stored`` reads back)."""
+    return a.ctypes.data
+
+
+@nb.njit(cache=True, nogil=True)
+def write_stored(out, kind, count, idx_at, words_at):  # type: ignore[no-untyped-def]
+    """Write one stored mask into ``out`` (``uint32[w]``) from its addresses: ``kind`` is
+    ``ROW_ZERO`` (zero ``out``), ``ROW_DENSE`` (``copy_words`` of the ``w`` words at
+    ``words_at``) or ``ROW_SPARSE`` (``scatter_words`` of the ``count`` pairs at
+    ``idx_at`` / ``words_at``).
+
+    The addresses are those of the engine's own cached arrays (``CompiledConstraint``'s
+    mask cache, ``StoredMask.spec()``), which the caller keeps referenced for the duration
+    of the call. Returns the number of words copied or set."""
+    w = out.shape[0]
+    if kind == ROW_DENSE:
+        return copy_words(out, _u32_view(words_at, w))
+    if kind != ROW_SPARSE:
+        for i in range(w):
+            out[i] = 0
+        return 0
+    return scatter_words(out, _i32_view(idx_at, count), _u32_view(words_at, count))
+
+
+@nb.njit(cache=True, nogil=True)
+def fill_rows(out2d, spec, lo, hi):  # type: ignore[no-untyped-def]
+    """``write_stored`` for the lines ``lo..hi-1`` of ``spec`` (``int64[k, 5]``: row of
+    ``out2d``, kind, count, idx address, words address); a row outside ``out2d`` is
+    skipped. Returns the number of rows written."""
+    h = out2d.shape[0]
+    done = 0
+    for j in range(lo, hi):
+        r = spec[j, 0]
+        if 0 <= r < h:
+            write_stored(out2d[r], spec[j, 1], spec[j, 2], spec[j, 3], spec[j, 4])
+            done += 1
+    return done

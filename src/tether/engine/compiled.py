@@ -4,7 +4,11 @@ A CompiledConstraint holds the grammar's parser tables, its lexer, the lazily fi
 step tables (``tables.StepTables``), the per-vocabulary token index (``slices``) and
 the mask cache. It is immutable from the outside: its caches only grow, and every
 cached entry is a pure function of the grammar and the vocabulary, so it can be shared
-by any number of matchers (and threads, under the GIL).
+by any number of matchers, in any number of threads: a cache hit only reads; whatever
+fills the tables or walks them (a mask not cached, a matcher's moves and lookahead) holds
+the constraint's ``lock``, so a walk kernel, which runs without the GIL, never reads a
+table another thread is filling (``compute_masks`` holds it while its walks run on
+several threads and it fills on one).
 
 Mask cache: the allowed tokens depend only on (lexer state, parser node, at lexeme
 start), so masks are kept under that key — a regular constraint ends up with an O(1)
@@ -15,23 +19,26 @@ entries are dropped first).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.engine import walk as _walk
+from tether.engine.matcher import Matcher
 from tether.engine.slices import DEFAULT_BUCKETS, VocabIndex, vocab_index
 from tether.engine.tables import StepTables
-from tether.engine.walk import fill_mask
+from tether.engine.walk import Walk, start_walk
 from tether.errors import ConstraintError
 from tether.grammar.ir import Grammar
 from tether.limits import check_deadline, deadline
 from tether.tokens.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
-    from tether.engine.matcher import Matcher
+    from tether.engine.completion import Completer
 
 _COMPILED: OrderedDict[Any, CompiledConstraint] = OrderedDict()
 _COMPILED_LIMIT = 64
@@ -45,6 +52,9 @@ class CompiledConstraint:
         vocabulary: the vocabulary.
         tables: the parser layer's ``ParserTables``.
         stats: counters (``mask_hits``, ``mask_misses``, ``slow_steps``).
+        lock: held (re-entrant) by whatever fills or walks the tables.
+        completer: the lookahead's per-constraint costs (``completion.Completer``), made
+            by its first use.
     """
 
     def __init__(self, grammar: Grammar, vocabulary: Vocabulary, *, slices: bool = True,
@@ -71,18 +81,20 @@ class CompiledConstraint:
         self.vindex: VocabIndex = vocab_index(vocabulary, slice_buckets)
         self.use_slices = slices
         self.n_words = self.vindex.n_words
-        self._masks: OrderedDict[tuple[int, int, bool], tuple[NDArray[Any], NDArray[np.uint32]]]
-        self._masks = OrderedDict()
+        self._masks: OrderedDict[tuple[int, int, bool], StoredMask] = OrderedDict()
         self._mask_bytes = 0
         self._mask_limit = mask_cache_bytes
+        # the hit kernels (``_kernels.copy_words`` / ``scatter_words``), set by the first store
+        self._copy_words: Callable[..., int] = _no_kernel
+        self._scatter_words: Callable[..., int] = _no_kernel
         self._depth_cache: dict[int, int] = {}
         self.stats = {"mask_hits": 0, "mask_misses": 0, "slow_steps": 0}
+        self.lock = threading.RLock()
+        self.completer: Completer | None = None  # lookahead costs, made at first use
 
     # ---- public ---------------------------------------------------------------------------
     def matcher(self) -> Matcher:
         """A fresh decoding state at the start of the output."""
-        from tether.engine.matcher import Matcher
-
         return Matcher(self)
 
     def new_parser(self) -> Any:
@@ -109,23 +121,44 @@ class CompiledConstraint:
         previous one minus ``n`` (used instead of a search when that is deep enough)."""
         key = (ls, node, at_start)
         hit = self._masks.get(key)
-        if hit is not None:
-            self.stats["mask_hits"] += 1
-            idx, words = hit
-            if idx is None:  # stored dense
-                np.copyto(out, words)
-            else:
-                out.fill(0)
-                out[idx] = words
-            return
+        if hit is None:
+            with self.lock:
+                hit = self._masks.get(key)  # another thread may have stored it meanwhile
+                if hit is None:
+                    walk = self.start_mask(key, out, hint)
+                    walk.run()
+                    self.finish_mask(key, walk, parser)
+                    return
+        self.stats["mask_hits"] += 1
+        if hit.idx is None:  # numba kernels, without the GIL
+            self._copy_words(out, hit.words)
+        else:
+            self._scatter_words(out, hit.idx, hit.words)
+
+    # the two halves of a mask not in the cache, around its walk (``compute_masks`` runs the
+    # walks of a batch between them, on several threads)
+    def start_mask(self, key: tuple[int, int, bool], out: NDArray[np.uint32],
+                   hint: tuple[int, int] | None = None) -> Walk:
+        """Begin the mask of ``key`` in ``out``: the slices taken whole are written, the
+        rest is the returned walk, not started. The caller holds ``lock`` from here to
+        ``finish_mask``."""
         self.stats["mask_misses"] += 1
+        ls, node, _ = key
         if hint is not None and ls not in self._depth_cache:
             k0 = self._depth_cache.get(hint[0])
             if k0 is not None and k0 - hint[1] >= 16:
                 self._depth_cache[ls] = k0 - hint[1]
-        self.stats["slow_steps"] += fill_mask(self.vindex, self.steps, ls, node, out,
-                                              slices=self.use_slices,
-                                              depth_cache=self._depth_cache)
+        return start_walk(self.vindex, self.steps, ls, node, out, slices=self.use_slices,
+                          depth_cache=self._depth_cache)
+
+    def finish_mask(self, key: tuple[int, int, bool], walk: Walk,
+                    parser: Callable[[], Any] | None = None) -> None:
+        """After ``walk`` (from ``start_mask(key, ...)``) is done: EOS where the output may
+        end, then the mask goes into the cache. ``parser()``: a parser at the key's node
+        (default: the node's representative)."""
+        ls, node, at_start = key
+        out = walk.mask
+        self.stats["slow_steps"] += walk.misses
         if not at_start:
             a = self.steps.accid_of(ls)
             if a >= 0:  # make sure the accepting test below has its transition
@@ -135,26 +168,66 @@ class CompiledConstraint:
                 out[e >> 5] |= np.uint32(1) << np.uint32(e & 31)
         self._store(key, out)
 
+    def stored_mask(self, key: tuple[int, int, bool]) -> StoredMask | None:
+        """The cached mask of ``(ls, node, at_start)``, or None (no search, no side effect)."""
+        return self._masks.get(key)
+
     def _store(self, key: tuple[int, int, bool], out: NDArray[np.uint32]) -> None:
         """Keep the mask of ``key``: its non-zero words, or a dense copy when more than
         half are non-zero; the oldest entries go past the size limit."""
-        from tether.engine._kernels import nonzero_words
-
+        k = _walk._kernels or _walk.kernels()
+        # hits come after a store: the kernels are at hand, no import per hit
+        self._copy_words, self._scatter_words = k.copy_words, k.scatter_words
         n = int(np.count_nonzero(out))
         if n * 2 > out.shape[0]:
-            entry: tuple[Any, NDArray[np.uint32]] = (None, out.copy())
-            size = out.nbytes + 200
+            dense = out.copy()
+            entry = StoredMask(None, dense, dense.nbytes + 200)
         else:
             idx = np.empty(n, np.int32)
             words = np.empty(n, np.uint32)
-            nonzero_words(out, idx, words)
-            entry = (idx, words)
-            size = idx.nbytes * 2 + 200
+            k.nonzero_words(out, idx, words)
+            entry = StoredMask(idx, words, idx.nbytes * 2 + 200)
+        old = self._masks.pop(key, None)
+        if old is not None:
+            self._mask_bytes -= old.size
         self._masks[key] = entry
-        self._mask_bytes += size
+        self._mask_bytes += entry.size
         while self._mask_bytes > self._mask_limit and len(self._masks) > 1:
-            _, (i2, w2) = self._masks.popitem(last=False)
-            self._mask_bytes -= (w2.nbytes if i2 is None else i2.nbytes * 2) + 200
+            _, old = self._masks.popitem(last=False)
+            self._mask_bytes -= old.size
+
+
+def _no_kernel(*_args: Any) -> int:  # pragma: no cover - replaced by the first store
+    raise AssertionError("a mask hit before any mask was stored")
+
+
+class StoredMask:
+    """A mask of the cache: ``idx`` None for a dense copy (``words`` is the whole mask),
+    else the indices and values of its non-zero words; ``size`` is what the entry counts
+    against the cache limit. The arrays are never written after the entry is made."""
+
+    __slots__ = ("idx", "words", "size", "_spec")
+
+    def __init__(self, idx: NDArray[np.int32] | None, words: NDArray[np.uint32],
+                 size: int) -> None:
+        self.idx, self.words, self.size = idx, words, size
+        self._spec: tuple[int, int, int, int] | None = None
+
+    def spec(self) -> tuple[int, int, int, int]:
+        """The entry as the batch kernel (``_kernels.fill_rows``) reads it: ``(kind,
+        count, idx address, words address)``; the kernel reads the arrays only while its
+        caller holds this entry. Made at the first call (a single-row mask never pays
+        for the addresses), then kept."""
+        spec = self._spec
+        if spec is None:
+            k = _walk._kernels or _walk.kernels()
+            if self.idx is None:
+                spec = (k.ROW_DENSE, self.words.shape[0], 0, int(k.address_of(self.words)))
+            else:
+                spec = (k.ROW_SPARSE, self.idx.shape[0], int(k.address_of(self.idx)),
+                        int(k.address_of(self.words)))
+            self._spec = spec
+        return spec
 
 
 class _Key:
@@ -225,62 +298,10 @@ def _as_grammar(constraint: Any) -> Grammar:
     if isinstance(constraint, CompiledConstraint):
         return constraint.grammar
     if isinstance(constraint, Mapping) or isinstance(constraint, bool):
-        return Grammar.from_json_schema(constraint)  # type: ignore[attr-defined,no-any-return]
+        return Grammar.from_json_schema(constraint)
     if isinstance(constraint, list) and all(isinstance(c, str) for c in constraint):
-        return Grammar.from_choices(constraint)  # type: ignore[attr-defined,no-any-return]
+        return Grammar.from_choices(constraint)
     raise ConstraintError(
         f"cannot compile a {type(constraint).__name__}: expected a Grammar, a JSON Schema dict "
         "or a list of choice strings"
     )
-
-
-def compute_masks(matchers: Sequence[Matcher], out2d: NDArray[np.uint32]) -> None:
-    """Write each matcher's mask into a row of ``out2d`` (``uint32[len(matchers), words]``).
-
-    Rows past ``len(matchers)`` are left alone.
-
-    Raises:
-        ConstraintError (a ValueError): ``matchers`` is not a sequence of Matchers of
-            one vocabulary, or ``out2d`` is not a writeable, C-contiguous ``uint32`` array
-            of shape ``(>= len(matchers), words)``.
-        LimitError: more matchers than ``Limits.max_batch``.
-    """
-    from tether.engine.matcher import Matcher
-    from tether.limits import check
-
-    if not isinstance(matchers, Sequence) or isinstance(matchers, str | bytes):
-        raise ConstraintError(f"matchers must be a list of Matcher; got {type(matchers).__name__}")
-    n = len(matchers)
-    check("max_batch", n, "compute_masks(matchers)")
-    if n == 0:
-        return
-    first = matchers[0]
-    if not isinstance(first, Matcher):
-        raise ConstraintError(f"matchers[0] is a {type(first).__name__}, not a Matcher")
-    vocab = first.cc.vocabulary
-    words = first.cc.n_words
-    for i in range(1, n):
-        m = matchers[i]
-        if not isinstance(m, Matcher):
-            raise ConstraintError(f"matchers[{i}] is a {type(m).__name__}, not a Matcher")
-        if m.cc.vocabulary is not vocab and m.cc.vocabulary != vocab:
-            raise ConstraintError(
-                f"matchers[{i}] was compiled for another vocabulary ({m.cc.vocabulary!r}) "
-                f"than matchers[0] ({vocab!r})"
-            )
-    if (not isinstance(out2d, np.ndarray) or out2d.ndim != 2 or out2d.shape[0] < n
-            or out2d.shape[1] != words or out2d.dtype != np.uint32
-            or not out2d.flags.carray):
-        if isinstance(out2d, np.ndarray):
-            layout = "C-contiguous" if out2d.flags.c_contiguous else "non-contiguous"
-            if not out2d.flags.writeable:
-                layout = "read-only " + layout
-            got = f"{layout} {out2d.dtype} of shape {tuple(out2d.shape)}"
-        else:
-            got = type(out2d).__name__
-        raise ConstraintError(
-            f"out2d must be a C-contiguous uint32 array of shape ({n}, {words}) (or more "
-            f"rows); got {got}"
-        )
-    for i in range(n):
-        matchers[i].compute_mask(out2d[i])

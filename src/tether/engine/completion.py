@@ -18,6 +18,7 @@ from tether.errors import ConstraintError, LimitError
 from tether.limits import current
 
 if TYPE_CHECKING:
+    from tether.engine.compiled import CompiledConstraint
     from tether.engine.matcher import Matcher
 
 # BFS byte order: printable ASCII first (readable completions), then the rest
@@ -169,11 +170,11 @@ def _completes(m: Matcher, tail: bytes) -> bool:
     return bp.feed(tail) and bp.is_accepting()
 
 
-def _completer(cc: Any) -> _Completer:
-    c = getattr(cc, "_completer", None)
+def _completer(cc: CompiledConstraint) -> Completer:
+    c = cc.completer
     if c is None:
-        c = cc._completer = _Completer(cc)
-    return c  # type: ignore[no-any-return]
+        c = cc.completer = Completer(cc)
+    return c
 
 
 def _candidates(m: Matcher) -> Iterator[bytes]:
@@ -252,7 +253,7 @@ _ROW_CACHE = 4096  # solved rows kept across calls
 _PRIVATE_STATES = 20_000  # private example DFA: rebuilt past this many states
 
 
-class _Completer:
+class Completer:
     """Per-constraint costs for completions (kept on the CompiledConstraint).
 
     * ``example(t)``: a shortest lexeme of terminal ``t`` (BFS over a private lexer DFA
@@ -262,7 +263,7 @@ class _Completer:
     * ``by_node``: completion bytes per parser node (equal nodes have equal futures).
     """
 
-    def __init__(self, cc: Any, max_example_states: int = 20000) -> None:
+    def __init__(self, cc: CompiledConstraint, max_example_states: int = 20000) -> None:
         self.cc = cc
         self.t = cc.tables
         self._max_ex = max_example_states

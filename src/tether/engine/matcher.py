@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.engine import completion
 from tether.engine.tables import DEAD
 from tether.errors import ConstraintError, TetherError, limited
 from tether.tokens.bitmask import check_mask
 
 if TYPE_CHECKING:
     from tether.engine.compiled import CompiledConstraint
+    from tether.engine.walk import Walk
 
 
 class Matcher:
@@ -74,11 +76,12 @@ class Matcher:
     def _accepting_now(self) -> bool:
         cc = self.cc
         try:
-            if not self._start:
-                a = cc.steps.accid_of(self._ls)
-                if a >= 0:
-                    cc.steps.transition(self._node, a, self._parser_at_node)
-            return cc.is_accepting_at(self._ls, self._node, self._start)
+            with cc.lock:
+                if not self._start:
+                    a = cc.steps.accid_of(self._ls)
+                    if a >= 0:
+                        cc.steps.transition(self._node, a, self._parser_at_node)
+                return cc.is_accepting_at(self._ls, self._node, self._start)
         except TetherError as e:  # a limit reached while stepping: not accepting, reason kept
             self.error = str(e)
             return False
@@ -90,6 +93,20 @@ class Matcher:
         return self._accepting_now() and not self.allowed_bytes()
 
     # ---- masks ----------------------------------------------------------------------------
+    def mask_key(self) -> tuple[int, int, bool] | None:
+        """The key of this state's mask in the constraint's mask cache, ``(lexer state,
+        node, at lexeme start)``; None after EOS (nothing is allowed)."""
+        return None if self._eos else (self._ls, self._node, self._start)
+
+    def start_mask(self, out: NDArray[np.uint32]) -> Walk:
+        """``compute_masks``'s first half of a mask not in the cache (``out`` checked by the
+        caller): see ``CompiledConstraint.start_mask``."""
+        return self.cc.start_mask((self._ls, self._node, self._start), out, self._hint)
+
+    def finish_mask(self, walk: Walk) -> None:
+        """``compute_masks``'s second half, once ``walk`` is done (this matcher unmoved)."""
+        self.cc.finish_mask((self._ls, self._node, self._start), walk, self._parser_at_node)
+
     def compute_mask(self, out: NDArray[np.uint32]) -> NDArray[np.uint32]:
         """Overwrite ``out`` (``uint32[ceil(V/32)]``) with the allowed next tokens; return it.
 
@@ -156,7 +173,8 @@ class Matcher:
                 self.error = (f"token {_show_int(token)} is out of range (vocabulary size "
                               f"{self.cc.vocabulary.size})")
                 return False
-            return self._consume(token)
+            with self.cc.lock:
+                return self._consume(token)
         except TetherError as e:  # a limit reached while stepping
             self.error = f"token {limited(token, 40)}: {e}"
             return False
@@ -220,15 +238,16 @@ class Matcher:
                 self.error = "bytes after end of sequence"
                 return False
             h = self._save()
-            for i, b in enumerate(data):
-                if not self._step(b):
-                    allowed = _show_bytes(self.allowed_bytes())
-                    self._restore(h)
-                    self.error = (
-                        f"byte {i} of {bytes(data[:i + 1])[-20:]!r} rejected at output byte "
-                        f"{self._out_len + i}; allowed there: {allowed}"
-                    )
-                    return False
+            with self.cc.lock:
+                for i, b in enumerate(data):
+                    if not self._step(b):
+                        allowed = _show_bytes(self.allowed_bytes())
+                        self._restore(h)
+                        self.error = (
+                            f"byte {i} of {bytes(data[:i + 1])[-20:]!r} rejected at output byte "
+                            f"{self._out_len + i}; allowed there: {allowed}"
+                        )
+                        return False
             self._out_len += len(data)
             self._hist.append(h)
             self.error = None
@@ -265,32 +284,28 @@ class Matcher:
         """Bytes that may come next (not counting EOS). Cost: 256 table steps."""
         if self._eos:
             return []
-        from tether.engine.completion import allowed_bytes_at
-
-        return allowed_bytes_at(self.cc.steps, self._ls, self._node, self._parser_at_node)
+        with self.cc.lock:
+            return completion.allowed_bytes_at(self.cc.steps, self._ls, self._node, self._parser_at_node)
 
     def forced_bytes(self) -> bytes:
         """The bytes every valid continuation starts with (empty if there is a choice,
         including the choice to stop here). Does not change the state."""
-        from tether.engine.completion import forced_bytes
-
-        return forced_bytes(self)
+        with self.cc.lock:
+            return completion.forced_bytes(self)
 
     def fast_forward(self) -> list[int]:
         """Tokens forced from here (canonical tokenization of ``forced_bytes()``, minus a last
         token that a longer token could extend). Does not consume them."""
-        from tether.engine.completion import forced_tokens
-
-        return forced_tokens(self)
+        with self.cc.lock:
+            return completion.forced_tokens(self)
 
     def shortest_completion(self, max_states: int = 20000) -> bytes:
         """A shortest byte string that makes the output complete (b"" if it already is).
 
         Raises ConstraintError if none is found within ``max_states`` explored states.
         """
-        from tether.engine.completion import shortest_completion
-
-        return shortest_completion(self, max_states)
+        with self.cc.lock:
+            return completion.shortest_completion(self, max_states)
 
     def __repr__(self) -> str:
         return (f"Matcher(tokens={len(self._hist)}, bytes={self._out_len}, node={self._node}, "

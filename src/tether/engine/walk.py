@@ -18,6 +18,7 @@ still on the kernel's stacks.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -49,33 +50,85 @@ from tether.regex.ast import (
 from tether.regex.ast import INF as REPEAT_INF
 from tether.tokens.trie import TokenTrie
 
+_kernels: ModuleType | None = None
+
+
+def kernels() -> ModuleType:
+    """The module of numba kernels (``engine._kernels``), imported at the first call, so
+    numba loads when a mask is first needed; callers on a hot path read the global
+    ``_kernels`` first (``_kernels or kernels()``: no import statement per call)."""
+    global _kernels
+    if _kernels is None:
+        from tether.engine import _kernels as k
+
+        _kernels = k
+    return _kernels
+
+
+class Walk:
+    """One trie walk in progress: the kernel's stacks and where it stopped.
+
+    ``advance()`` runs the kernel over the tables as they are (no Python, no table
+    written: safe on several threads at once, as long as no thread fills a table
+    meanwhile), ``fill()`` fills the entry it stopped at (the Python slow path, one
+    thread at a time), ``run()`` alternates the two on the calling thread."""
+
+    __slots__ = ("trie", "hi", "dup_next", "steps", "lstack", "pstack", "mask", "p", "misses")
+
+    def __init__(self, trie: TokenTrie, lo: int, hi: int, dup_next: NDArray[np.int32],
+                 steps: StepTables, ls: int, node: int, mask: NDArray[np.uint32]) -> None:
+        self.trie, self.hi, self.dup_next, self.steps, self.mask = trie, hi, dup_next, steps, mask
+        self.lstack = np.empty(trie.max_depth + 1, np.int32)
+        self.pstack = np.empty(trie.max_depth + 1, np.int32)
+        self.lstack[0], self.pstack[0] = ls, node
+        self.p = lo  # the next trie node; -1 when done
+        self.misses = 0  # table entries filled by Python
+
+    def advance(self) -> bool:
+        """Run the kernel from ``p`` (the tables must be ``sync``-ed); True when done."""
+        t, st = self.trie, self.steps
+        self.p = (_kernels or kernels()).walk_lexemes(
+            t.byte, t.depth, t.token, t.end, self.dup_next, st.table, st.accid,
+            st.lazyf if st.lazy else None, st.trans, st.nstart, self.lstack, self.pstack,
+            self.mask, self.p, self.hi)
+        return self.p < 0
+
+    def fill(self) -> None:
+        """Fill the table entry the kernel stopped at (then ``sync`` and ``advance`` again)."""
+        p = self.p
+        d = int(self.trie.depth[p])
+        self.misses += 1
+        self.steps.step(int(self.lstack[d - 1]), int(self.pstack[d - 1]), int(self.trie.byte[p]))
+
+    def run(self) -> int:
+        """Walk to the end on this thread; returns the entries Python filled.
+
+        ``advance`` and ``fill`` in one loop over locals (a single-row mask not cached
+        runs here: no attribute or import per round)."""
+        walk_lexemes = (_kernels or kernels()).walk_lexemes
+        t, st = self.trie, self.steps
+        byte, depth, token, end, dup_next = t.byte, t.depth, t.token, t.end, self.dup_next
+        lstack, pstack, mask, hi = self.lstack, self.pstack, self.mask, self.hi
+        p = self.p
+        while True:
+            st.sync()  # a step may have grown the tables: read them again each round
+            p = walk_lexemes(byte, depth, token, end, dup_next, st.table, st.accid,
+                             st.lazyf if st.lazy else None, st.trans, st.nstart, lstack,
+                             pstack, mask, p, hi)
+            self.p = p
+            if p < 0:
+                return self.misses
+            self.misses += 1
+            d = int(depth[p])
+            st.step(int(lstack[d - 1]), int(pstack[d - 1]), int(byte[p]))
+
 
 def walk_trie(trie: TokenTrie, lo: int, hi: int, dup_next: NDArray[np.int32],
               steps: StepTables, ls: int, node: int, mask: NDArray[np.uint32]) -> int:
     """OR into ``mask`` every token in the subtrees ``lo..hi-1`` of ``trie`` (children of
     its root) allowed from ``(ls, node)``. Returns the number of table steps Python filled.
     """
-    from tether.engine._kernels import walk_lexemes, walk_lexemes_lazy
-
-    lstack = np.empty(trie.max_depth + 1, np.int32)
-    pstack = np.empty(trie.max_depth + 1, np.int32)
-    lstack[0], pstack[0] = ls, node
-    byte, depth, token, end = trie.byte, trie.depth, trie.token, trie.end
-    p, misses = lo, 0
-    while True:
-        steps.sync()
-        if steps.lazy:
-            p = walk_lexemes_lazy(byte, depth, token, end, dup_next, steps.table, steps.accid,
-                                  steps.lazyf, steps.trans, steps.nstart, lstack, pstack,
-                                  mask, p, hi)
-        else:
-            p = walk_lexemes(byte, depth, token, end, dup_next, steps.table, steps.accid,
-                             steps.trans, steps.nstart, lstack, pstack, mask, p, hi)
-        if p < 0:
-            return misses
-        misses += 1
-        d = int(depth[p])
-        steps.step(int(lstack[d - 1]), int(pstack[d - 1]), int(byte[p]))
+    return Walk(trie, lo, hi, dup_next, steps, ls, node, mask).run()
 
 
 def lexeme_depth(steps: StepTables, ls: int, limit: int, cache: dict[Any, int]) -> int:
@@ -179,16 +232,15 @@ def _finite(n: Any) -> bool:
     return False
 
 
-def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
-              mask: NDArray[np.uint32], *, slices: bool = True,
-              depth_cache: dict[int, int] | None = None) -> int:
-    """Overwrite ``mask`` with the tokens allowed from ``(ls, node)`` (EOS not included).
-
-    Returns the number of slow-path steps taken (table entries filled by Python)."""
+def start_walk(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
+               mask: NDArray[np.uint32], *, slices: bool = True,
+               depth_cache: dict[int, int] | None = None) -> Walk:
+    """Set ``mask`` to what needs no walk (the slices taken whole, else nothing) and
+    return the walk of the rest, not started (``fill_mask`` runs it at once)."""
     if not slices:
         mask.fill(0)
         t = vindex.trie
-        return walk_trie(t, 1, t.n_nodes, vindex.dup_next, steps, ls, node, mask)
+        return Walk(t, 1, t.n_nodes, vindex.dup_next, steps, ls, node, mask)
     k = depth_cache.get(ls) if depth_cache is not None else None
     if k is None:
         k = lexeme_depth(steps, ls, vindex.max_slice_len, steps.node_depth)
@@ -199,4 +251,13 @@ def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
         mask.fill(0)
     else:
         np.copyto(mask, union)
-    return walk_trie(trie, lo, hi, vindex.dup_next, steps, ls, node, mask)
+    return Walk(trie, lo, hi, vindex.dup_next, steps, ls, node, mask)
+
+
+def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
+              mask: NDArray[np.uint32], *, slices: bool = True,
+              depth_cache: dict[int, int] | None = None) -> int:
+    """Overwrite ``mask`` with the tokens allowed from ``(ls, node)`` (EOS not included).
+
+    Returns the number of slow-path steps taken (table entries filled by Python)."""
+    return start_walk(vindex, steps, ls, node, mask, slices=slices, depth_cache=depth_cache).run()

@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from tether.engine import CompiledConstraint, Matcher
+from tether.engine import CompiledConstraint, Matcher, compute_masks
 from tether.errors import ConstraintError, limited
 from tether.grammar import Grammar
-from tether.limits import check
+from tether.limits import check, current
 from tether.program.outputs import regex
 from tether.tokens import Vocabulary
 from tether.tokens.bitmask import allocate_mask, ids_to_mask
@@ -220,12 +220,20 @@ class BatchConstraints:
             self.stale += 1
 
     def _fill(self, rows: list[_Row]) -> NDArray[np.uint32]:
+        """The rows' masks: the live rows' in one `tether.engine.compute_masks` call (per
+        ``Limits.max_batch`` rows), EOS only for a finished or refused row."""
         out = allocate_mask(self.vocabulary.size, batch=max(len(rows), 1))[: len(rows)]
+        live: list[Matcher] = []
+        where: list[int] = []
         for k, row in enumerate(rows):
             if row.done or row.error is not None:
                 out[k] = self._eos_mask
             else:
-                row.matcher.compute_mask(out[k])
+                live.append(row.matcher)
+                where.append(k)
+        step = current().max_batch
+        for a in range(0, len(live), step):
+            compute_masks(live[a:a + step], out, rows=where[a:a + step])
         return out
 
     def masks(self) -> tuple[list[int], NDArray[np.uint32]]:

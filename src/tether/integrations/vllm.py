@@ -221,13 +221,9 @@ class SlotConstraints:
                 assert m is not None
                 m.rollback(drafted)
         out = allocate_mask(self.vocabulary.size, batch=max(len(rows), 1))[: len(rows)]
-        if matchers:
-            live_out = allocate_mask(self.vocabulary.size, batch=len(matchers))
-            step = current().max_batch
-            for a in range(0, len(matchers), step):  # one engine call per max_batch rows
-                compute_masks(matchers[a:a + step], live_out[a:a + step])
-            for j, k in enumerate(where):
-                out[k] = live_out[j]
+        step = current().max_batch
+        for a in range(0, len(matchers), step):  # one engine call per max_batch rows
+            compute_masks(matchers[a:a + step], out, rows=where[a:a + step])
         for k, mk in enumerate(masks):
             if mk is not None:
                 out[k] = mk

@@ -15,6 +15,18 @@ DEAD = -1  # the lexer table value of a dead state
 UNKNOWN = -2  # a table row that has not been computed yet
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def set_tokens(mask, token, dup_next, p):  # type: ignore[no-untyped-def]
+    """Set in ``mask`` the bit of trie node ``p``'s token and of each token with the same
+    bytes (``token[p]``, then ``dup_next`` down to -1); the trie walks of this layer and
+    of the engine call it for every node they reach (inlined into them by numba: a call
+    per node measured ~2% slower)."""
+    t = token[p]
+    while t >= 0:
+        mask[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+        t = dup_next[t]
+
+
 @nb.njit(cache=True, nogil=True)
 def walk_trie(byte, depth, token, dup_next, end, table, stack, mask, start):  # type: ignore[no-untyped-def]
     """Set the bit of every token whose bytes keep the DFA alive from ``stack[0]``.
@@ -33,9 +45,6 @@ def walk_trie(byte, depth, token, dup_next, end, table, stack, mask, start):  # 
             p = end[p]
             continue
         stack[depth[p]] = s
-        t = token[p]
-        while t >= 0:
-            mask[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            t = dup_next[t]
+        set_tokens(mask, token, dup_next, p)
         p += 1
     return -1
