@@ -166,16 +166,10 @@ class CharReader:
         if c != "\\":
             self.i += 1
             return ord(c)
-        at = self.i
-        self.i += 1
-        c = self.peek()
-        if c == "":
-            raise self.error("bad escape (end of pattern)", at)
-        if c in "dwsDWS":
-            self.i += 1
-            return cs.class_escape(c, self.flavor, self.flags.ascii)
-        if c in "pP" and self.flavor == "ecma":
-            return self.property_escape(at)
+        at, c = self.escape_start()
+        s = self.set_escape(c, at)
+        if s is not None:
+            return s
         if c == "b":
             self.i += 1
             return 8
@@ -189,6 +183,26 @@ class CharReader:
             self.i += 1
             return 45
         return self.char_escape(at)
+
+    def escape_start(self) -> tuple[int, str]:
+        """Step over a backslash: its offset and the character after it."""
+        at = self.i
+        self.i += 1
+        c = self.peek()
+        if c == "":
+            raise self.error("bad escape (end of pattern)", at)
+        return at, c
+
+    def set_escape(self, c: str, at: int) -> cs.CharSet | None:
+        """The set of a class escape (``\\d \\w \\s``, their negations, ECMA ``\\p{..}``)
+        whose letter ``c`` is at ``self.i``, else None (nothing read); ``at``: the
+        backslash's offset."""
+        if c in "dwsDWS":
+            self.i += 1
+            return cs.class_escape(c, self.flavor, self.flags.ascii)
+        if c in "pP" and self.flavor == "ecma":
+            return self.property_escape(at)
+        return None
 
     def char_escape(self, at: int) -> int:
         """An escape denoting one code point; ``self.i`` is after the backslash."""

@@ -39,9 +39,9 @@ from .ast import (
     K_REPEAT,
     K_STAR,
     Node,
-    _bytes,
     alt,
     byte_range,
+    byte_set,
     complement,
     concat,
     derivative,
@@ -56,6 +56,7 @@ from .tree import (
     TrieNode,
     behind_sets,
     empty_only,
+    fold_trie,
     lenient_empty,
     needs_annotation,
     needs_context,
@@ -78,20 +79,8 @@ ANY_CHAR = charset_node(cs.ALL)  # one valid UTF-8 encoded code point
 
 
 def _trie_node(root: TrieNode, char: Callable[[cs.CharSet], Node]) -> Node:
-    """The node of a trie (children first, without recursion); ``char`` lowers a set."""
-    order = []
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        order.append(n)
-        stack.extend(n[1].values())
-    built: dict[int, Node] = {}
-    for n in reversed(order):
-        parts = [concat(char(k), built[id(c)]) for k, c in n[1].items()]
-        if n[0]:
-            parts.append(EPSILON)
-        built[id(n)] = alt(*parts)
-    return built[id(root)]
+    """The node of a trie; ``char`` lowers a set."""
+    return fold_trie(root, lambda k, rest: concat(char(k), rest), lambda parts: alt(*parts), EPSILON)
 
 
 
@@ -126,17 +115,17 @@ class Annotation:
             )
         self.blocks = blocks
         self.block_mask = sum(1 << self.MARKERS[i] for i in range(len(blocks)))
-        self.any_marker = _bytes(self.block_mask | 1 << BEGIN)
-        self.start = _bytes(1 << BEGIN)
-        self.end = _bytes(1 << END)
+        self.any_marker = byte_set(mask=self.block_mask | 1 << BEGIN)
+        self.start = byte_set(mask=1 << BEGIN)
+        self.end = byte_set(mask=1 << END)
         self.hidden = self.block_mask | 1 << BEGIN | 1 << END
-        chars = alt(*[concat(charset_node(b), _bytes(1 << self.MARKERS[i])) for i, b in enumerate(blocks)])
+        chars = alt(*[concat(charset_node(b), byte_set(mask=1 << self.MARKERS[i])) for i, b in enumerate(blocks)])
         self.well_formed = concat(self.start, star(chars), self.end)
 
     def markers(self, s: cs.CharSet, start: bool) -> Node:
         """Markers meaning "the previous character is in ``s``" (or "at the start")."""
         m = sum(1 << self.MARKERS[i] for i, b in enumerate(self.blocks) if cs.intersect(b, s))
-        return _bytes(m | (1 << BEGIN if start else 0))
+        return byte_set(mask=m | (1 << BEGIN if start else 0))
 
 
 
@@ -159,8 +148,8 @@ class Lowering:
         self.anchors = False
         # empty_text: lower for the empty text only, where every anchor holds (all
         # anchors become ε); used to decide whether "" matches
-        self.begin = EPSILON if empty_text else _bytes(1 << BEGIN)
-        self.end = EPSILON if empty_text else _bytes(1 << END)
+        self.begin = EPSILON if empty_text else byte_set(mask=1 << BEGIN)
+        self.end = EPSILON if empty_text else byte_set(mask=1 << END)
 
     def needs_context(self, t: Tree) -> bool:
         if self.ann is None:
@@ -234,11 +223,11 @@ class Lowering:
             return intersect(ahead if positive else complement(ahead), k)
         end = self.end
         if t[1] == "ml":  # multi-line "$": before any newline, or at the end
-            return intersect(alt(concat(_bytes(1 << 10), ANYTHING), concat(end, ANYTHING)), k)
+            return intersect(alt(concat(byte_set(mask=1 << 10), ANYTHING), concat(end, ANYTHING)), k)
         # Python's "$": at the end of the text, or before a final newline there
         if at_end:
-            return concat(alt(end, concat(_bytes(1 << 10), end)) if self.search else end, k)
-        return intersect(concat(alt(EPSILON, _bytes(1 << 10)), end, ANYTHING), k)
+            return concat(alt(end, concat(byte_set(mask=1 << 10), end)) if self.search else end, k)
+        return intersect(concat(alt(EPSILON, byte_set(mask=1 << 10)), end, ANYTHING), k)
 
 
     def assertion(self, t: Tree) -> Node:
@@ -246,7 +235,7 @@ class Lowering:
         ann = self.ann
         assert ann is not None
         kind, m, end = t[0], ann.any_marker, ann.end
-        newline = _bytes(1 << 10)
+        newline = byte_set(mask=1 << 10)
         if kind == "bol":
             return concat(ann.start, ANYTHING)
         if kind == "eol":
@@ -355,7 +344,7 @@ def map_masks(node: Node, f: Callable[[int], int], memo: dict[Node, Node] | None
     if k in (K_EMPTY, K_EPS):
         r = node
     elif k == K_BYTES:
-        r = _bytes(f(node.args[0]))
+        r = byte_set(mask=f(node.args[0]))
     elif k == K_CONCAT:
         r = concat(*[map_masks(m, f, memo) for m in _chain(node)])
     elif k == K_ALT:
@@ -392,7 +381,7 @@ def lower(tree: Tree, pattern: str, flavor: str, search: bool, *, assertions: bo
     # keeps the texts for which some i, j work: left derivatives by BEGIN and right
     # quotients by END, unioned to a fixpoint. Markers left inside (an anchor in the
     # middle, which no text can satisfy) are then removed from every byte set.
-    begin, end = _bytes(1 << BEGIN), _bytes(1 << END)
+    begin, end = byte_set(mask=1 << BEGIN), byte_set(mask=1 << END)
     if search:
         suffix = concat(star(ANY_CHAR), star(end))
         full = concat(star(begin), star(ANY_CHAR), low.lower_k(tree, suffix, True))

@@ -386,17 +386,12 @@ class Parser(CharReader):
         if d is None:
             d = self._literals[key] = {}
         return d
+
     def escape(self) -> Tree:
-        at = self.i
-        self.i += 1
-        c = self.peek()
-        if c == "":
-            raise self.error("bad escape (end of pattern)", at)
-        if c in "dwsDWS":
-            self.i += 1
-            return ("set", cs.class_escape(c, self.flavor, self.flags.ascii))
-        if c in "pP" and self.flavor == "ecma":
-            return ("set", self.property_escape(at))
+        at, c = self.escape_start()
+        s = self.set_escape(c, at)
+        if s is not None:
+            return ("set", s)
         if c in "bB":
             self.i += 1
             self.assertions = True

@@ -14,8 +14,8 @@ A tree is a tuple whose first item names its kind:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from . import charset as cs
 from .ast import INF
@@ -26,6 +26,7 @@ Tree = tuple[Any, ...]  # see the module docstring for the shapes
 TrieNode = list[Any]
 _TRIE_MIN = 8  # alternations with at least this many such branches are factored
 ASSERTIONS = ("bol", "eol", "look", "behind", "wordb")
+N = TypeVar("N")
 
 
 def _counted(t: Tree) -> tuple[Tree, int, int]:
@@ -94,6 +95,25 @@ def factor(branches: list[Tree]) -> Tree:
     other.append(("trie", root, edges))
     return other[0] if len(other) == 1 else ("alt", other)
 
+
+
+def fold_trie(root: TrieNode, step: Callable[[cs.CharSet, N], N], union: Callable[[list[N]], N], end: N) -> N:
+    """The alternation a trie stands for, built children first without recursion:
+    ``step(set, rest)`` is one character of ``set`` followed by ``rest``, ``union`` an
+    alternation of parts, ``end`` the empty word (a word of the trie ends here)."""
+    order = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        stack.extend(n[1].values())
+    built: dict[int, N] = {}
+    for n in reversed(order):
+        parts = [step(k, built[id(c)]) for k, c in n[1].items()]
+        if n[0]:
+            parts.append(end)
+        built[id(n)] = union(parts)
+    return built[id(root)]
 
 
 def _trie_single_set(root: TrieNode) -> cs.CharSet | None:
