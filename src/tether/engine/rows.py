@@ -17,9 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
 from tether.regex.ast import node_classes
 
 DEAD = -1
@@ -34,20 +31,6 @@ EXTRA = 64
 # steps would otherwise be a return to Python. Filling any new state ahead (whatever its
 # classes) cost more in derivatives of states never reached than it saved.
 CHAIN = 48
-
-_CLASS_BITS: dict[int, NDArray[np.bool_]] = {}
-
-
-def class_mask(cls: int) -> NDArray[np.bool_]:
-    """The 256-bit int ``cls`` as a boolean array over bytes (cached)."""
-    a = _CLASS_BITS.get(cls)
-    if a is None:
-        raw = np.frombuffer(cls.to_bytes(32, "little"), np.uint8)
-        a = np.unpackbits(raw, bitorder="little").astype(np.bool_)
-        if len(_CLASS_BITS) < 50_000:
-            _CLASS_BITS[cls] = a
-    return a
-
 
 def bytes_mask(bs: Any) -> int:
     """A 256-bit int with the bits of the bytes ``bs`` set."""

@@ -216,7 +216,8 @@ class _Nfa:
         nesting (and inlined rule chains) cost no interpreter stack."""
         from tether.grammar.bounds import run
 
-        return run(self._build(node, resolve))  # type: ignore[no-any-return]
+        ends: tuple[int, int] = run(self._build(node, resolve))
+        return ends
 
     def _build(self, node: Node, resolve: Callable[[Ref], Node]) -> Generator[Any, Any, tuple[int, int]]:
         s = self.state()
@@ -265,7 +266,8 @@ class _Nfa:
                 cur = b
             return s, e
         if isinstance(node, Ref):
-            return (yield self._build(resolve(node), resolve))
+            ends: tuple[int, int] = yield self._build(resolve(node), resolve)
+            return ends
         raise TypeError(f"no automaton for {type(node).__name__}")
 
     def closure(self, states: set[int] | list[int]) -> frozenset[int]:

@@ -34,7 +34,6 @@ optional rules; identical groups are lowered once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal
 
 from tether.errors import GrammarError, LimitError
@@ -165,7 +164,8 @@ class Lowering:
     def terminal(self, node: Node, name: str | None = None) -> T:
         """The IR terminal for a non-nullable lexical ``node``."""
         if isinstance(node, Term):
-            t0: Terminal = node.terminal  # type: ignore[assignment]
+            t0 = node.terminal
+            assert isinstance(t0, Terminal)  # the AST holds IR terminals as objects
             key0: tuple[object, ...] = ("term", t0)
             if key0 not in self._term_by_key:
                 new, k = t0.name, 1
@@ -206,12 +206,14 @@ class Lowering:
         if key[0] == "lit":
             t = Terminal(name, literal=str(key[1]), ignore_case=bool(key[2]))
         elif key[0] == "re":
-            flavor = node.flavor if isinstance(node, Rx) else "python"
+            ecma = isinstance(node, Rx) and node.flavor == "ecma"  # front ends write only these two
             t = Terminal(name, regex=str(key[1]), lazy=isinstance(node, Rx) and node.lazy,
-                         flavor=flavor)  # type: ignore[arg-type]
+                         flavor="ecma" if ecma else "python")
         else:
-            ecma = any(isinstance(a, Rx) and a.flavor == "ecma" for a in getattr(node, "args", ()))
-            t = Terminal(name, expr=key[1], flavor="ecma" if ecma else "python")  # type: ignore[arg-type]
+            operands = node.args if isinstance(node, SetOp) else ()
+            ecma = any(isinstance(a, Rx) and a.flavor == "ecma" for a in operands)
+            assert isinstance(key[1], tuple)  # ("expr", expr): terminal_expr's tuple
+            t = Terminal(name, expr=key[1], flavor="ecma" if ecma else "python")
         self._term_by_key[key] = name
         self.grammar.add_terminal(t)
         return T(name)
@@ -540,21 +542,11 @@ class Lowering:
         return self.grammar
 
 
-def lower(
-    rules: dict[str, Node],
-    start: str,
-    *,
-    mode: Mode,
-    terminals: dict[str, Node] | None = None,
-    text: str = "",
-    source: str = "",
-    on_decisions: Callable[[list[str]], None] | None = None,
-) -> Grammar:
-    """Lower ``rules`` (name → AST) into a Grammar (not yet simplified)."""
-    lw = Lowering(rules, start, mode=mode, terminals=terminals, text=text, source=source)
+def lower(rules: dict[str, Node], start: str, *, mode: Mode, text: str = "", source: str = "") -> Grammar:
+    """Lower ``rules`` (name → AST) into a Grammar (not yet simplified) whose ``lowering``
+    lists the terminal choices."""
+    lw = Lowering(rules, start, mode=mode, text=text, source=source)
     g = lw.run()
-    if on_decisions is not None:
-        on_decisions(lw.decisions)
     g.lowering = lw.decisions
     return g
 

@@ -1,9 +1,11 @@
 """tether.regex: regex syntax → hash-consed AST → Brzozowski derivatives → lazy byte DFA.
 
 Code map, in reading order: ``charset.py`` (code point sets, UTF-8 byte ranges, Unicode
-classes, case folding) → ``syntax.py`` (Python / ECMA-262 parser, anchors, ``parse`` and
-``search``) → ``ast.py`` (interned nodes, simplification, ``derivative``, byte classes) →
-``dfa.py`` (``LexerDfa`` over a set of terminals, ``matches``, ``is_subset``).
+classes, case folding) → ``escapes.py`` (character-level syntax per flavor) → ``parser.py``
+(Python / ECMA-262 pattern → parse tree, ``tree.py``) → ``lowering.py`` (parse tree →
+node: anchors, lookarounds) → ``compile.py`` (``parse`` and ``search``, cached) →
+``ast.py`` (interned nodes, simplification, ``derivative``, byte classes) → ``dfa.py``
+(``LexerDfa`` over a set of terminals, ``matches``, ``is_subset``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from .ast import (
     star,
     to_string,
 )
+from .compile import parse, search
 from .dfa import (
     DEAD,
     DEFAULT_MAX_STATES,
@@ -48,7 +51,7 @@ from .dfa import (
     matches,
     random_member,
 )
-from .syntax import ANY_CHAR, charset_node, parse, search
+from .lowering import ANY_CHAR, charset_node
 
 
 @dataclass(frozen=True, slots=True)

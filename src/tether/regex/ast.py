@@ -22,7 +22,8 @@ expressions a program builds is bounded by its grammars).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..limits import check_deadline
 
@@ -48,7 +49,7 @@ class Node:
         "flags", "_classes", "_reps", "_index", "_write",
     )
 
-    def __init__(self, kind: int, args: tuple, nullable: bool, uid: int, flags: int) -> None:  # type: ignore[type-arg]
+    def __init__(self, kind: int, args: tuple[Any, ...], nullable: bool, uid: int, flags: int) -> None:
         self.kind, self.args, self.nullable, self.uid = kind, args, nullable, uid
         self._deriv: dict[int, Node] = {}
         self._firsts: tuple[int, ...] | None = None
@@ -61,7 +62,7 @@ class Node:
         # byte -> class number, and the function writing a row of these classes
         self._reps: tuple[int, ...] = ()
         self._index: bytes | None = None
-        self._write: object = None
+        self._write: Callable[[Any, int, list[int]], None] | None = None
 
     # equality is identity and the hash is the identity hash (object's, in C): nodes
     # are interned, so structural equality and identity coincide
@@ -72,7 +73,7 @@ class Node:
     def __repr__(self) -> str:
         return f"Node({to_string(self)})"
 
-    def __reduce__(self) -> tuple:  # type: ignore[type-arg]
+    def __reduce__(self) -> tuple[Callable[[int, tuple[Any, ...]], Node], tuple[int, tuple[Any, ...]]]:
         # rebuilt through the smart constructors, so an unpickled (or deep-copied) node is
         # the interned node of this process
         return (_rebuild, (self.kind, self.args))
@@ -83,10 +84,10 @@ class Node:
 
 F_BOOLEAN = 1
 
-_table: dict[tuple, Node] = {}  # type: ignore[type-arg]
+_table: dict[tuple[int, tuple[Any, ...]], Node] = {}
 
 
-def _intern(kind: int, args: tuple, nullable: bool, flags: int = 0) -> Node:  # type: ignore[type-arg]
+def _intern(kind: int, args: tuple[Any, ...], nullable: bool, flags: int = 0) -> Node:
     key = (kind, args)
     node = _table.get(key)
     if node is None:
@@ -256,7 +257,8 @@ def star(node: Node) -> Node:
     if node.kind == K_STAR:
         return node
     if node.kind == K_CONCAT and node.args[1].kind == K_STAR and node.args[1].args[0] is node.args[0]:
-        return node.args[1]
+        tail: Node = node.args[1]
+        return tail
     if node.kind == K_ALT and EPSILON in node.args:
         return star(alt(*[m for m in node.args if m is not EPSILON]))
     if node.kind == K_REPEAT and node.args[1] <= 1 and node.args[2] == INF:
@@ -343,7 +345,8 @@ def intersect(*nodes: Node) -> Node:
 def complement(node: Node) -> Node:
     """All byte strings not in ``node`` (over all 256 byte values, not only UTF-8)."""
     if node.kind == K_NOT:
-        return node.args[0]
+        inner: Node = node.args[0]
+        return inner
     return _intern(K_NOT, (node,), not node.nullable, F_BOOLEAN | node.flags)
 
 
@@ -357,7 +360,7 @@ def hide(node: Node, mask: int) -> Node:
     Used for texts annotated with marker bytes that are not part of the text: the node
     keeps the closure of ``node`` under derivatives by hidden bytes, so a derivative by a
     visible byte first skips any hidden ones. Cost: the closure is explored eagerly (it
-    is small when markers are sparse, as in the annotations ``syntax`` builds).
+    is small when markers are sparse, as in the annotations ``lowering`` builds).
     """
     if node is EMPTY or node is EPSILON:
         return node
@@ -380,7 +383,7 @@ def hide(node: Node, mask: int) -> Node:
     return _intern(K_HIDE, (inner, mask), inner.nullable, F_BOOLEAN | inner.flags)
 
 
-def _rebuild(kind: int, args: tuple) -> Node:  # type: ignore[type-arg]
+def _rebuild(kind: int, args: tuple[Any, ...]) -> Node:
     if kind == K_EMPTY:
         return EMPTY
     if kind == K_EPS:
@@ -472,7 +475,7 @@ def _derive(node: Node, b: int) -> Node:
             buckets = node._buckets = list(groups.items())
         return alt(*[derivative(m, b) for mask, ms in buckets if mask >> b & 1 for m in ms])
     if k == K_STAR:
-        inner = node.args[0]
+        inner: Node = node.args[0]
         da = inner._deriv.get(b)
         if da is None:
             da = derivative(inner, b)
@@ -499,10 +502,10 @@ def _derive(node: Node, b: int) -> Node:
         return intersect(*ds)
     if k == K_NOT:
         inner = node.args[0]
-        d = inner._deriv.get(b)
-        if d is None:
-            d = derivative(inner, b)
-        return complement(d)
+        dn = inner._deriv.get(b)
+        if dn is None:
+            dn = derivative(inner, b)
+        return complement(dn)
     if k == K_HIDE:
         inner, mask = node.args
         return EMPTY if mask >> b & 1 else hide(derivative(inner, b), mask)

@@ -19,7 +19,9 @@ never names a terminal that can no longer match.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -69,7 +71,7 @@ class LexerDfa:
         self._live: list[tuple[int, ...]] = []
         self._start_cache: dict[frozenset[int] | None, int] = {}
         self._empty_memo: dict[Node, bool] = {}
-        self._pending: dict[int, list] = {}  # type: ignore[type-arg]  # state -> _plan
+        self._pending: dict[int, list[Any]] = {}  # state -> _plan
         cap = self._cap = 16
         self.table: NDArray[np.int32] = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         self.accepts: NDArray[np.int8] = np.zeros(cap, dtype=np.int8)
@@ -133,6 +135,16 @@ class LexerDfa:
                 continue
             out.append((t, n))
         return tuple(out)
+
+    def _live_derivative(self, n: Node, b: int) -> Node | None:
+        """The derivative of ``n`` by byte ``b`` (cached on the node), or None if it is
+        empty. The one-terminal path (``_fill_single``) keeps this inline."""
+        d = n._deriv.get(b)
+        if d is None:
+            d = derivative(n, b)
+        if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
+            return None
+        return d
 
     def _is_empty(self, n: Node) -> bool:
         r = self._empty_memo.get(n)
@@ -221,13 +233,9 @@ class LexerDfa:
             nxt = []
             if rows is not None:  # a small state: each node derives by its own class
                 for t, n, index, reps in rows:
-                    c = reps[index[b]]
-                    d = n._deriv.get(c)
-                    if d is None:
-                        d = derivative(n, c)
-                    if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
-                        continue
-                    nxt.append((t, d))
+                    d = self._live_derivative(n, reps[index[b]])
+                    if d is not None:
+                        nxt.append((t, d))
             else:
                 idx: list[int] = []
                 parts = 0
@@ -239,12 +247,9 @@ class LexerDfa:
                     idx.sort()
                 for i in idx:
                     t, n = pairs[i]
-                    d = n._deriv.get(b)
-                    if d is None:
-                        d = derivative(n, b)
-                    if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
-                        continue
-                    nxt.append((t, d))
+                    d = self._live_derivative(n, b)
+                    if d is not None:
+                        nxt.append((t, d))
             if nxt:
                 key = tuple(nxt)
                 target = ids.get(key)
@@ -263,7 +268,7 @@ class LexerDfa:
                 elif cls == ALL_BYTES:
                     table[state] = target
                 else:
-                    table[state, _class_bits(cls)] = target
+                    table[state, class_mask(cls)] = target
         if keep:
             plan[2] = keep
             plan[3] = None
@@ -281,7 +286,7 @@ class LexerDfa:
             write = _prepare(n)
         if need is not None and len(n._reps) > extra:
             unneeded = 0  # the general path fills min(unneeded, extra) unneeded classes
-            for c in n._classes:  # type: ignore[union-attr]
+            for c in n._classes or ():  # set by _prepare
                 if not c & need:
                     unneeded += 1
             if unneeded > extra:
@@ -301,11 +306,11 @@ class LexerDfa:
             if sid is None:
                 sid = self._state_id(key)
             targets.append(sid)
-        write(self.table, state, targets)  # type: ignore[operator]
+        write(self.table, state, targets)
         self._pending[state] = _FILLED
         return True
 
-    def _plan(self, state: int) -> list:  # type: ignore[type-arg]
+    def _plan(self, state: int) -> list[Any]:
         """``[pairs, groups, classes, whole, rows]``: the state's pairs; for a large
         state its pair indices grouped by first bytes (candidates of a class: the groups
         meeting it), for a small one (``_SMALL`` pairs at most) ``rows``, each pair with
@@ -322,7 +327,7 @@ class LexerDfa:
                     _prepare(n)
                 index = n._index
                 if index is None:
-                    index = n._index = _class_index(n._classes)  # type: ignore[arg-type]
+                    index = n._index = _class_index(n._classes or ())  # set by _prepare
                 rows.append((t, n, index, n._reps))
             return [pairs, None, list(classes), classes, rows]
         groups: dict[int, list[int]] = {}
@@ -393,21 +398,21 @@ class LexerDfa:
 
 
 ALL_BYTES = (1 << 256) - 1
-_FILLED: list = [(), None, [], None, None]  # type: ignore[type-arg]  # the plan of a complete row
+_FILLED: list[Any] = [(), None, [], None, None]  # the plan of a complete row
 # (node, limit) -> the answer of ``LexerDfa._is_empty``, shared by all DFAs. A True is a
 # decided emptiness; a False may stand for "undecided within the limit" (as per DFA)
 _EMPTY_MEMO: dict[tuple[Node, int], bool] = {}
-_CLASS_BITS: dict[int, NDArray[np.bool_]] = {}
+_CLASS_MASKS: dict[int, NDArray[np.bool_]] = {}
 
 
-def _class_bits(mask: int) -> NDArray[np.bool_]:
+def class_mask(mask: int) -> NDArray[np.bool_]:
     """The 256-bit byte mask as a bool array (cached: classes recur across rows)."""
-    a = _CLASS_BITS.get(mask)
+    a = _CLASS_MASKS.get(mask)
     if a is None:
         raw = np.frombuffer(mask.to_bytes(32, "little"), np.uint8)
         a = np.unpackbits(raw, bitorder="little").astype(np.bool_)
-        if len(_CLASS_BITS) < 100_000:
-            _CLASS_BITS[mask] = a
+        if len(_CLASS_MASKS) < 100_000:
+            _CLASS_MASKS[mask] = a
     return a
 
 
@@ -446,7 +451,7 @@ def _writer(classes: tuple[int, ...]) -> Writer:
         else:
             index = np.zeros(256, np.intp)
             for i, c in enumerate(classes):
-                index[_class_bits(c)] = i
+                index[class_mask(c)] = i
 
             def w(table: NDArray[np.int32], state: int, targets: list[int]) -> None:
                 table[state] = np.array(targets, dtype=np.int32)[index]
@@ -488,7 +493,7 @@ def _class_index(classes: tuple[int, ...]) -> bytes:
             if c & (c - 1) == 0:
                 a[c.bit_length() - 1] = j
             else:
-                a[_class_bits(c)] = j
+                a[class_mask(c)] = j
         r = a.tobytes()
         if len(_INDEX) < 100_000:
             _INDEX[classes] = r
@@ -599,7 +604,7 @@ def example(node: Node, *, limit: int = 10_000) -> bytes | None:
     return None
 
 
-def random_member(node: Node, rng, *, max_len: int = 40, stop: float = 0.2) -> bytes | None:  # type: ignore[no-untyped-def]
+def random_member(node: Node, rng: random.Random, *, max_len: int = 40, stop: float = 0.2) -> bytes | None:
     """A random byte string of ``L(node)`` (None if the language is empty), for tests.
 
     Walks derivatives choosing a random live byte class, then a random byte of it; stops at

@@ -16,6 +16,8 @@ from tether.grammar.regex_ast import regex_to_ast
 PATTERNS = [
     "abc", "a|bc|", "[a-c]+d?", "[^ab]*", "a{2,3}b{2}", "(ab)+|c*", "(?:a|b)(?:c|d)", ".",
     "(?s:.)", "\\d+", "\\w\\W", "\\s?", "(?i)ab", "(?i:a)b", "[^\\d]", "a.c", "x*?y", "[a-]",
+    # an empty class; a long alternation of literals (read as a trie); merged counts
+    "[^\\s\\S]|a", "ab|abc|b|bc|c|cd|d|dx|x|xy|1", "a?a?a{2}",
 ]
 
 
@@ -39,3 +41,21 @@ def test_kbnf_regex_followed_by_what_it_could_swallow() -> None:
     # the greedy terminal [a-z]+ would swallow the mandatory "end"
     g = Grammar.from_kbnf('start ::= #"[a-z]+" "end" ;')
     assert parser.accepts(g, "abcend") and not parser.accepts(g, "end")
+
+
+@pytest.mark.parametrize(("pattern", "flags", "text"), [
+    ("[^\\w]", "i", "\u0345"),  # U+0345 folds to a word character, but is not one itself
+    ("[^\\w]", "i", "\u212a"),  # KELVIN SIGN: a word character under any folding
+    ("\\W", "i", "\u0345"),
+    ("[^K\\W]", "i", "k"),
+    ("[a-z]+", "i", "\u212a"),  # folds to k
+])
+def test_case_folding_follows_re(pattern: str, flags: str, text: str) -> None:
+    # the AST is read by the regex layer's parser, so it folds case exactly as `re` does
+    from tether.grammar.regexgen import to_regex
+    from tether.regex import matches, parse
+
+    node = regex_to_ast(pattern, flags=flags)
+    assert node is not None
+    written = parse(to_regex(node, lambda r: node))
+    assert matches(written, text) == bool(re.fullmatch(f"(?{flags}){pattern}", text))

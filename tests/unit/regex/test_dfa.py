@@ -19,7 +19,7 @@ from tether.regex import (
     repeat,
     star,
 )
-from tether.regex.syntax import ANY_CHAR
+from tether.regex.lowering import ANY_CHAR
 
 
 def test_rows_start_unknown_and_fill_lazily() -> None:

@@ -186,22 +186,22 @@ def test_python_cases_agree_with_re(pattern: str, good: list[str], bad: list[str
 
 
 def test_compiled_patterns_are_cached_per_pattern_flavor_and_flags() -> None:
-    from tether.regex import syntax
+    from tether.regex import compile as regex_compile
 
     p = "[a-f0-9]{2}-cache-test"
     a = parse(p)
-    assert any(k[:5] == (p, "python", False, False, False) for k in syntax._COMPILED)
+    assert any(k[:5] == (p, "python", False, False, False) for k in regex_compile._COMPILED)
     assert parse(p) is a  # the cached node (equal to a fresh compile: nodes are interned)
-    assert syntax._compile_uncached(p, "python", False, False, False) is a
+    assert regex_compile._compile_uncached(p, "python", False, False, False) is a
     assert parse(p, ignore_case=True) is not a and matches(parse(p, ignore_case=True), "AB-CACHE-TEST")
     assert search(p) is not a and matches(search(p), "xx0a-cache-testyy")
     assert parse(p, flavor="ecma") is a  # same language, separate entry
-    assert any(k[:5] == (p, "ecma", False, False, False) for k in syntax._COMPILED)
+    assert any(k[:5] == (p, "ecma", False, False, False) for k in regex_compile._COMPILED)
     # errors are raised every time and never cached
     for _ in range(2):
         with pytest.raises(RegexError):
             parse("(unclosed-cache-test")
-    assert not any(k[0] == "(unclosed-cache-test" for k in syntax._COMPILED)
+    assert not any(k[0] == "(unclosed-cache-test" for k in regex_compile._COMPILED)
 
 
 @pytest.mark.parametrize("pattern", [r"^$\Z", r"a$\Z", r"a$(?=\n)", r"a$(?!\n)", r"a$$", r"a$"])
