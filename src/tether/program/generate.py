@@ -24,10 +24,10 @@ import codecs
 import sys
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict, Unpack, cast, overload
 
 from tether.decoding import Argmax, Beam, BestOf, Decoded, Sample, decode, decode_iter, plan_healing
 from tether.decoding.decoders import (
@@ -191,6 +191,54 @@ def to_generation(model: Any, d: Decoded, spec: OutputSpec, costs: Costs, prompt
                       finish_reason=d.finish_reason, costs=costs, error=error, prompt=prompt)
 
 
+Message = Mapping[str, Any]
+"""A chat message: ``{"role": ..., "content": ...}``."""
+OnePrompt = str | Sequence[Message]
+"""One prompt: a string, or a conversation (a list of chat messages)."""
+Batch = list[str] | list[list[Message]] | list[str | list[Message]]
+"""Several prompts: a list of strings and conversations."""
+
+
+class GenerateOptions(TypedDict, total=False):
+    """The keyword options of `generate` that do not change the shape of what it returns
+    (the overloads' ``**options``; each is described in `generate`)."""
+
+    decoder: str | Decoder
+    max_tokens: int
+    temperature: float | None
+    top_k: int
+    top_p: float
+    min_p: float
+    seed: int | None
+    stop: str | Sequence[str] | None
+    healing: bool | int
+    fast_forward: bool
+    close_on_budget: bool
+    strict: bool
+    whitespace: Any
+    number_bounds: Any
+    after: Any
+    stop_outside: bool
+    selective: bool
+    chat_template: str | None
+    limits: Limits | None
+
+
+@overload
+def generate(model: Any, prompt: OnePrompt, output: Any = None, *, n: Literal[1] = 1,
+             stream: Literal[False] = False, **options: Unpack[GenerateOptions]) -> Generation: ...
+@overload
+def generate(model: Any, prompt: OnePrompt, output: Any = None, *, n: Literal[1] = 1,
+             stream: Literal[True], **options: Unpack[GenerateOptions]) -> Stream: ...
+@overload
+def generate(model: Any, prompt: OnePrompt, output: Any = None, *, n: int,
+             stream: Literal[False] = False, **options: Unpack[GenerateOptions]) -> Generation | list[Generation]: ...
+@overload
+def generate(model: Any, prompt: Batch, output: Any = None, *, n: Literal[1] = 1, stream: Literal[False] = False,
+             **options: Unpack[GenerateOptions]) -> list[Generation]: ...
+@overload
+def generate(model: Any, prompt: Batch, output: Any = None, *, n: int, stream: Literal[False] = False,
+             **options: Unpack[GenerateOptions]) -> list[Generation] | list[list[Generation]]: ...
 def generate(
     model: Any,
     prompt: Any,
@@ -217,7 +265,7 @@ def generate(
     selective: bool = True,
     chat_template: str | None = None,
     limits: Limits | None = None,
-) -> Any:
+) -> Generation | list[Generation] | list[list[Generation]] | Stream:
     """Generate from ``model`` after ``prompt`` under ``output``.
 
     Args:
@@ -266,8 +314,11 @@ def generate(
             in force).
 
     Returns:
-        A `Generation`; a list of them for ``n > 1`` (sample/beam; best_of returns the
-        best only; beam may return fewer than ``n`` when fewer outputs exist); a list of those per prompt for a batch; a `Stream` when streaming.
+        One prompt: a `Generation`; for ``n > 1`` a list of them (sample and beam; best_of
+        returns the best only; beam may return fewer than ``n`` when fewer outputs exist);
+        a `Stream` with ``stream=True``. A batch (a list of prompts): a list with one entry
+        per prompt, each what one prompt gives. The overloads of this signature say so to
+        a type checker.
 
     Raises:
         ArgumentError: an argument of the wrong type or out of range (names it).
@@ -291,7 +342,8 @@ def generate(
 def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens: Any, temperature: Any,
               top_k: Any, top_p: Any, min_p: Any, seed: Any, n: Any, stop: Any, healing: Any,
               fast_forward: Any, close_on_budget: Any, stream: Any, selective: Any, chat_template: Any,
-              active: Limits | None, oopts: OutputOptions, after: Any, stop_outside: bool) -> Any:
+              active: Limits | None, oopts: OutputOptions, after: Any,
+              stop_outside: bool) -> Generation | list[Generation] | list[list[Generation]] | Stream:
     opts = check_options(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                          min_p=min_p, seed=seed, n=n, stop=stop, healing=healing, fast_forward=fast_forward,
                          close_on_budget=close_on_budget, stream=stream, selective=selective,
@@ -322,7 +374,7 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
     if opts.stream:
         pp = prepare_prompt(model, prompts[0], healing=healing, chat_template=chat_template)
         return _stream(model, pp, spec, cc, dec, options, active)
-    results = []
+    results: list[Generation | list[Generation]] = []
     for p in prompts:
         pp = prepare_prompt(model, p, healing=healing, chat_template=chat_template)
         before = model.costs.snapshot()
@@ -331,7 +383,9 @@ def _generate(model: Any, prompt: Any, output: Any, *, decoder: Any, max_tokens:
         gens = [to_generation(model, d, spec, costs, pp.text) for d in ds]
         single = isinstance(dec, Argmax | BestOf) or getattr(dec, "n", 1) == 1
         results.append(gens[0] if single and gens else gens)
-    return results if batch else results[0]
+    if batch:  # one shape for every prompt: n, the decoder and the stream are the call's
+        return cast(list[Generation] | list[list[Generation]], results)
+    return results[0]
 
 
 def _stream(model: Any, pp: PreparedPrompt, spec: OutputSpec, cc: Any, dec: Decoder, options: dict[str, Any],

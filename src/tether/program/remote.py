@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tether.decoding.decoders import Argmax, Beam, BestOf, Decoder, Sample
 from tether.errors import ArgumentError, ConstraintError, GrammarError, ModelError, limited
@@ -299,7 +299,8 @@ def fill_hole(model: Any, prompt: str, spec: OutputSpec, *, decoder: Decoder, ma
 
 
 def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, max_tokens: int,
-                    stop: Sequence[str], n: int, stream: bool, options: OutputOptions = DEFAULT_OPTIONS) -> Any:
+                    stop: Sequence[str], n: int, stream: bool, options: OutputOptions = DEFAULT_OPTIONS,
+                    ) -> Generation | list[Generation] | list[list[Generation]] | Stream:
     """The black-box path of `generate` (one prompt or a batch; ``n`` requests per prompt)."""
     if isinstance(decoder, Beam):
         raise ArgumentError("decoder", "beam", "argmax, sample or best_of: beam search needs the model's logits, "
@@ -314,9 +315,9 @@ def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, m
     count = 1 if isinstance(decoder, Argmax) else decoder.n
     # every prompt's fields first: a refused constraint fails before any request
     fields = [constraint_fields(server, spec, chat=not isinstance(p, str)) for p in prompts]
-    results = []
+    results: list[Generation | list[Generation]] = []
     for p, rc in zip(prompts, fields, strict=True):
-        gens = []
+        gens: list[Generation] = []
         for i in range(count):
             params = _sampling(decoder, server)
             if params.get("seed") is not None:
@@ -326,11 +327,13 @@ def generate_remote(model: Any, prompt: Any, output: Any, *, decoder: Decoder, m
         if isinstance(decoder, BestOf):
             gens = gens[:1]  # no log-probabilities to rank by: the first sample
         results.append(gens[0] if count == 1 or isinstance(decoder, BestOf) else gens)
-    return results if batch else results[0]
+    if batch:  # one shape for every prompt
+        return cast(list[Generation] | list[list[Generation]], results)
+    return results[0]
 
 
 def _stream_remote(model: Any, prompt: Any, spec: OutputSpec, decoder: Decoder, max_tokens: int,
-                   stop: Sequence[str], server: str | None) -> Any:
+                   stop: Sequence[str], server: str | None) -> Stream:
     """Streamed text from the server; the `Stream`'s ``generation`` is validated at the end."""
     if isinstance(prompt, list | tuple) and not (prompt and all(isinstance(m, dict) for m in prompt)):
         raise ArgumentError("stream", True, "False for a batch on an HTTP model")
