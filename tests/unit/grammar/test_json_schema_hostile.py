@@ -423,3 +423,31 @@ def test_an_anchor_defined_twice_in_one_resource_is_an_error() -> None:
     with pytest.raises(SchemaError, match="defined twice") as info:
         Grammar.from_json_schema(schema)
     assert info.value.pointer == "#/$defs/d/additionalProperties/$defs/d"
+
+
+@pytest.mark.parametrize("value", [[{"type": 5}], 5, None, {"a": 1}])
+def test_a_schema_keyword_that_is_no_string_is_a_schema_error(value) -> None:
+    """``$schema`` names a draft by URI; anything else is refused at its pointer (the
+    validator library used for enum checks raised its own TypeError or AttributeError on
+    it; found by the long fuzz run)."""
+    schema = {"anyOf": [{"else": {"type": "null", "enum": [None], "minimum": 0}, "if": False}], "$schema": value}
+    with pytest.raises(SchemaError) as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.pointer == "#/$schema"
+    inner = {"properties": {"a": {"$schema": value, "enum": [1, 2], "minimum": 2}}}
+    with pytest.raises(SchemaError, match=r"\$schema"):
+        Grammar.from_json_schema(inner)
+
+
+@pytest.mark.parametrize("value", [-1, None, ["x"]])
+def test_an_id_that_is_no_string_is_a_schema_error(value) -> None:
+    schema = {"$defs": {"d": {"$anchor": "a0", "allOf": [{"if": {}, "then": {}, "else": {"enum": [None]}}]}},
+              "$ref": "#a0", "$id": value}
+    with pytest.raises(SchemaError) as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.pointer == "#/$id"
+
+
+def test_an_unknown_schema_uri_falls_back_to_the_newest_draft() -> None:
+    g = Grammar.from_json_schema({"$schema": "urn:nobody", "enum": [1, 2, "x"], "type": "integer", "minimum": 2})
+    assert g is not None

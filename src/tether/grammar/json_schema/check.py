@@ -259,6 +259,8 @@ KEYWORDS: dict[str, Kind] = {
     "then": _schema,
     "else": _schema,
     "$ref": _string,
+    "$schema": _string,
+    "$id": _string,
     "$dynamicRef": _string,
     "$recursiveRef": _string,
     "$defs": _schema_map,

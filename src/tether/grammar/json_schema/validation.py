@@ -103,6 +103,9 @@ def root_validator(c: Context, jsonschema: Any) -> Any:
     """The validator of the whole document (made once; members ``evolve`` from it, so
     their ``$ref`` resolve in the document)."""
     if c.root_validator is None:
-        cls = jsonschema.validators.validator_for(c.root, default=jsonschema.Draft202012Validator)
-        c.root_validator = cls(c.root if isinstance(c.root, (dict, bool)) else {})
+        try:  # the draft named by ``$schema``, over the whole document
+            cls = jsonschema.validators.validator_for(c.root, default=jsonschema.Draft202012Validator)
+            c.root_validator = cls(c.root if isinstance(c.root, (dict, bool)) else {})
+        except Exception:  # noqa: BLE001 - the library's own errors on what it cannot read
+            c.root_validator = jsonschema.Draft202012Validator({})
     return c.root_validator
