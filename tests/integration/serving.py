@@ -93,6 +93,22 @@ def llama_cpp_server(log_path: Path) -> Iterator[str]:
         yield url
 
 
+LLAMA_SERVER = os.environ.get("TETHER_LLAMA_SERVER")  # the path of llama.cpp's llama-server binary
+
+
+@contextmanager
+def llama_server(log_path: Path, binary: str) -> Iterator[str]:
+    """llama.cpp's own C++ ``llama-server`` on the embedded model; yields its ``/v1`` URL."""
+    from tether.models.llama_cpp import embedded_model_path
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    with running([binary, "--model", str(embedded_model_path()), "--host", "127.0.0.1", "--port", str(port),
+                  "--ctx-size", "2048", "--threads", "1", "--parallel", "1", "--alias", "gemma3-270m"],
+                 url + "/models", log_path):
+        yield url
+
+
 VLLM_PYTHON = os.environ.get("TETHER_VLLM_PYTHON")  # the interpreter of a venv holding vLLM
 
 

