@@ -19,52 +19,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tether.errors import GrammarError, RegexError
+from tether import regex as rx
+from tether.errors import GrammarError
 from tether.grammar.ir import NT, Flavor, Grammar, Rule, Symbol, T, Terminal
 from tether.grammar.simplify import simplify
 
 
 def from_regex(pattern: str, *, flavor: Flavor = "python", ignore_case: bool = False) -> Grammar:
-    """A grammar whose language is ``pattern`` (full match), as one terminal.
+    """A grammar whose language is ``pattern`` (full match), as one terminal carrying the
+    pattern's node (parsed here, once).
 
     Raises:
         RegexError: if the regex layer cannot parse ``pattern`` (offset and caret).
     """
-    try:
-        from tether import regex as rx
-
-        parse = rx.parse
-    except (ImportError, AttributeError):  # pragma: no cover - regex layer missing
-        parse = None
-    if parse is not None:
-        parse(pattern, flavor=flavor, ignore_case=ignore_case)  # raises RegexError
+    node = rx.parse(pattern, flavor=flavor, ignore_case=ignore_case)
     g = Grammar(start="start")
-    nullable = _matches_empty(pattern, flavor, ignore_case)
-    if nullable:  # terminals never match ε: the rule carries the empty alternative
+    if node.nullable:  # terminals never match ε: the rule carries the empty alternative
         # "[\s\S]+" (non-empty) is spelled the same in both flavors
         t = g.add_terminal(Terminal("REGEX", expr=("and", pattern, "[\\s\\S]+"), flavor=flavor,
-                                    ignore_case=ignore_case))
+                                    ignore_case=ignore_case, node=rx.intersect(node, rx.plus(rx.ANY_CHAR))))
         g.add_rule("start")
     else:
-        t = g.add_terminal(Terminal("REGEX", regex=pattern, flavor=flavor, ignore_case=ignore_case))
+        t = g.add_terminal(Terminal("REGEX", regex=pattern, flavor=flavor, ignore_case=ignore_case, node=node))
     g.add_rule("start", t)
     return g
-
-
-def _matches_empty(pattern: str, flavor: Flavor, ignore_case: bool) -> bool:
-    try:
-        from tether import regex as rx
-
-        return bool(rx.nullable(rx.parse(pattern, flavor=flavor, ignore_case=ignore_case)))
-    except RegexError:
-        raise
-    except Exception:  # pragma: no cover - regex layer incomplete: fall back to `re`
-        import re
-
-        try:
-            return re.fullmatch(pattern, "") is not None
-        except re.error:
-            return False
 
 
 def from_choices(choices: Sequence[str], *, start: str = "start") -> Grammar:

@@ -34,10 +34,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tether.errors import GrammarError
 from tether.limits import deadline
+
+if TYPE_CHECKING:
+    from tether.regex import Node as RegexNode
 
 Flavor = Literal["python", "ecma"]
 
@@ -59,11 +62,13 @@ class Terminal:
     stop: str | None = None
     max_len: int | None = None
     expr: tuple | None = None  # type: ignore[type-arg]
-    # The regex-layer node of ``regex`` / ``expr`` when its maker already holds it (the
-    # JSON Schema compiler builds its lexemes from parts, the GBNF/KBNF lowering from the
-    # front-end AST): ``to_node`` returns it instead of parsing the text. It must be the
-    # very node the text parses to (nodes are interned: the tests check identity); the
-    # text stays the terminal's meaning for everything else (printing, GBNF, composition).
+    # The regex-layer node of ``regex`` / ``expr`` (with ``ignore_case`` applied, without
+    # ``max_len``), built by the terminal's maker: the JSON Schema compiler from parts, the
+    # GBNF/Lark/KBNF lowering from the front-end AST (``terminal_nodes.py``),
+    # ``from_regex`` from its one parse. ``to_node`` returns it instead of parsing the
+    # text. It must denote the text's language; where the maker spells the parser's tree
+    # it is the very node the parse builds (nodes are interned: the tests check identity).
+    # The text stays the terminal's spelling for printing, GBNF and keys.
     node: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -100,7 +105,7 @@ class Terminal:
         Raises:
             RegexError: if a regex in the terminal cannot be parsed.
         """
-        if self.node is not None and self.max_len is None and not self.ignore_case:
+        if self.node is not None and self.max_len is None:
             return self.node
         return _terminal_node(
             self.regex, self.literal, self.flavor, self.ignore_case, self.max_len, self.expr
@@ -160,26 +165,41 @@ def expr_node(expr: tuple | str, leaf: Callable[[str], Any]) -> Any:  # type: ig
         if isinstance(e, str):
             return leaf(e)
         op, args = e[0], e[1:]
-        anything = _parse("(?s:.)*", "python", False)
-        if op == "and":
-            return rx.intersect(*(build(a) for a in args))
-        if op == "not":
-            return rx.intersect(anything, rx.complement(build(args[0])))
         if op == "except":
-            inner = rx.concat(anything, build(args[0]), anything)
-            node = rx.intersect(anything, rx.complement(inner))
-            if args[1] is not None:
-                node = rx.intersect(node, _parse(f"(?s:.){{0,{args[1]}}}", "python", False))
-            return node
-        if op == "concat":
-            return rx.concat(*(build(a) for a in args))
-        if op == "or":
-            return rx.alt(*(build(a) for a in args))
+            return set_operation("except", [build(args[0])], args[1])
         if op == "repeat":
             return rx.repeat(build(args[0]), args[1], args[2])
-        raise GrammarError(f"unknown terminal operation {op!r}")
+        return set_operation(op, [build(a) for a in args])
 
     return build(expr)
+
+
+def set_operation(op: str, args: list[RegexNode], max_reps: int | None = None) -> RegexNode:
+    """The node of a ``Terminal.expr`` operation over its operands' nodes: ``and``
+    (intersection), ``not`` (complement within the texts), ``except`` (the texts with no
+    substring in the operand, at most ``max_reps`` characters when given), ``concat``,
+    ``or``.
+
+    Raises:
+        GrammarError: an unknown operation.
+    """
+    from tether import regex as rx
+
+    anything = rx.star(rx.ANY_CHAR)  # the valid UTF-8 texts
+    if op == "and":
+        return rx.intersect(*args)
+    if op == "not":
+        return rx.intersect(anything, rx.complement(args[0]))
+    if op == "except":
+        node = rx.intersect(anything, rx.complement(rx.concat(anything, args[0], anything)))
+        if max_reps is not None:
+            node = rx.intersect(node, rx.repeat(rx.ANY_CHAR, 0, max_reps))
+        return node
+    if op == "concat":
+        return rx.concat(*args)
+    if op == "or":
+        return rx.alt(*args)
+    raise GrammarError(f"unknown terminal operation {op!r}")
 
 
 @dataclass(frozen=True, slots=True)

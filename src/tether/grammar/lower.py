@@ -57,8 +57,9 @@ from tether.grammar.ast import (
     union,
 )
 from tether.grammar.bounds import node_size
-from tether.grammar.ir import NT, Grammar, Symbol, T, Terminal
+from tether.grammar.ir import NT, Flavor, Grammar, Symbol, T, Terminal
 from tether.grammar.regexgen import has_setop, terminal_expr, to_regex
+from tether.grammar.terminal_nodes import TerminalNodes
 from tether.limits import check_deadline, current
 
 NONEMPTY = Rx("[\\s\\S]+")  # valid in both regex flavors
@@ -100,6 +101,7 @@ class Lowering:
         self.facts = Facts(rules, self.resolve)
         self.lexical: set[str] = self._lexical_rules() if mode == "char" else set()
         self._unitable: dict[Node, bool] = {}
+        self._nodes = TerminalNodes(self.resolve)
 
     # -- names --------------------------------------------------------------
     def resolve(self, ref: Ref) -> Node:
@@ -207,13 +209,15 @@ class Lowering:
             t = Terminal(name, literal=str(key[1]), ignore_case=bool(key[2]))
         elif key[0] == "re":
             ecma = isinstance(node, Rx) and node.flavor == "ecma"  # front ends write only these two
+            flavor: Flavor = "ecma" if ecma else "python"
             t = Terminal(name, regex=str(key[1]), lazy=isinstance(node, Rx) and node.lazy,
-                         flavor="ecma" if ecma else "python")
+                         flavor=flavor, node=self._nodes.node(node, flavor))
         else:
             operands = node.args if isinstance(node, SetOp) else ()
             ecma = any(isinstance(a, Rx) and a.flavor == "ecma" for a in operands)
             assert isinstance(key[1], tuple)  # ("expr", expr): terminal_expr's tuple
-            t = Terminal(name, expr=key[1], flavor="ecma" if ecma else "python")
+            flavor = "ecma" if ecma else "python"
+            t = Terminal(name, expr=key[1], flavor=flavor, node=self._nodes.node(node, flavor))
         self._term_by_key[key] = name
         self.grammar.add_terminal(t)
         return T(name)

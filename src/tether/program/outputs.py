@@ -253,11 +253,16 @@ def _trigger_terminal(name: str, trigger: str, triggers: list[str]) -> Terminal:
     """Free text that ends with ``trigger`` at the first place where any of ``triggers``
     ends: (any text + trigger) minus (any text + a trigger + one or more characters).
     The language is prefix-free, so the lexeme ends exactly there."""
+    from tether import regex as rx
+    from tether.grammar.ir import set_operation
     from tether.grammar.regexgen import escape_literal
 
     any_trigger = "(?:" + "|".join(escape_literal(t) for t in triggers) + ")"
+    anything = rx.star(rx.ANY_CHAR)
+    ends = rx.concat(anything, rx.literal(trigger.encode("utf-8")))
+    passed = rx.concat(anything, rx.alt(*(rx.literal(t.encode("utf-8")) for t in triggers)), rx.plus(rx.ANY_CHAR))
     return Terminal(name, expr=("and", "(?s:.)*" + escape_literal(trigger), ("not", "(?s:.)*" + any_trigger + "(?s:.)+")),
-                    lazy=True)
+                    lazy=True, node=set_operation("and", [ends, set_operation("not", [passed])]))
 
 
 def triggered_spec(after: Any, output: Any, options: OutputOptions = DEFAULT_OPTIONS) -> OutputSpec:

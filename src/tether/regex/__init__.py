@@ -38,7 +38,7 @@ from .ast import (
     star,
     to_string,
 )
-from .compile import parse, search
+from .compile import from_tree, parse, parse_tree, search
 from .dfa import (
     DEAD,
     DEFAULT_MAX_STATES,
@@ -98,6 +98,7 @@ __all__ = [
     "concat",
     "derivative",
     "example",
+    "from_tree",
     "intersect",
     "is_empty",
     "is_equivalent",
@@ -107,6 +108,7 @@ __all__ = [
     "nullable",
     "optional",
     "parse",
+    "parse_tree",
     "plus",
     "random_member",
     "repeat",

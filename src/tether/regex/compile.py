@@ -12,6 +12,7 @@ from .ast import Node
 from .escapes import Flags, Flavor, check_flavor
 from .lowering import lower
 from .parser import Parser
+from .tree import Tree
 
 # (pattern, flavor, ignore_case, dotall, search, the limits checked) -> node. Nodes are immutable and
 # interned, so a cached result is the node compiling again would build; patterns recur
@@ -52,6 +53,50 @@ def _compile_uncached(pattern: str, flavor: str, ignore_case: bool, dotall: bool
     parser = Parser(pattern, flavor, Flags(ignore_case=ignore_case, dotall=dotall))
     tree = parser.parse()
     return lower(tree, pattern, flavor, search, assertions=parser.assertions)
+
+
+def parse_tree(
+    pattern: str,
+    *,
+    flavor: Flavor = "python",
+    ignore_case: bool = False,
+    dotall: bool = False,
+    multiline: bool = False,
+    verbose: bool = False,
+) -> tuple[Tree, bool]:
+    """The parse tree of ``pattern`` (``tree.py``) and whether it holds an assertion (an
+    anchor, a word boundary or a lookaround), for makers that build a larger tree around
+    it and lower that once with ``from_tree`` (a lookaround is then judged on the whole
+    text, as in the pattern the larger tree spells).
+
+    Raises:
+        RegexError: as ``parse``; LimitError: the pattern's size, nesting or counts.
+    """
+    check_flavor(flavor)
+    if not isinstance(pattern, str):
+        raise RegexError(f"pattern must be str; got {type(pattern).__name__}")
+    check("max_text_chars", len(pattern), "regex pattern")
+    parser = Parser(pattern, flavor, Flags(ignore_case=ignore_case, dotall=dotall,
+                                           verbose=verbose, multiline=multiline))
+    with deadline("regex"):
+        tree = parser.parse()
+    return tree, parser.assertions
+
+
+def from_tree(tree: Tree, *, assertions: bool, flavor: Flavor = "python", pattern: str = "") -> Node:
+    """The node for the texts ``tree`` fully matches, as ``parse`` lowers a pattern's tree
+    (``pattern``, the text the tree spells, only names places in errors).
+
+    Raises:
+        RegexError: an assertion the lowering refuses; LimitError: the time limit.
+    """
+    check_flavor(flavor)
+    try:
+        with deadline("regex"):
+            return lower(tree, pattern, flavor, False, assertions=assertions)
+    except RecursionError:
+        raise LimitError("max_nesting", "a tree nested too deeply to lower",
+                         current().max_nesting, "regex tree") from None
 
 
 def parse(
