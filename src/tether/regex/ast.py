@@ -298,7 +298,30 @@ def repeat(node: Node, lo: int, hi: int | None = None) -> Node:
         return plus(node)
     if node.kind == K_STAR:
         return node
+    if node.kind == K_REPEAT:
+        merged = _merge_counts(node.args[1], node.args[2], lo, hi)
+        if merged is not None:
+            return repeat(node.args[0], *merged)
+    elif node.kind == K_CONCAT and node.args[1].kind == K_STAR and node.args[1].args[0] is node.args[0]:
+        merged = _merge_counts(1, INF, lo, hi)  # x+ is x{1,}
+        if merged is not None:
+            return repeat(node.args[0], *merged)
     return _intern(K_REPEAT, (node, lo, hi), lo == 0 or node.nullable, node.flags)
+
+
+def _merge_counts(a: int, b: int, lo: int, hi: int) -> tuple[int, int] | None:
+    """``(x{a,b}){lo,hi}`` as ``x{lo*a, hi*b}`` when that is the same language: the counts
+    of ``x`` it allows are the union of ``[k*a, k*b]`` for ``k`` in ``[lo, hi]`` (and 0
+    when ``lo`` is 0), one interval when neighbouring ones touch. Without this, nested
+    counted repeats (``(a{0,200}){200}``) have derivatives that are unions of hundreds of
+    terms, and each DFA state costs tens of milliseconds. None when there are gaps."""
+    k0 = max(lo, 1)
+    if lo == 0 and a > 1:
+        return None  # 0, then a gap before a
+    if hi != k0 and b != INF and a > k0 * (b - a) + 1:
+        return None  # [k*a, k*b] and [(k+1)*a, ...] leave a gap for k = k0 (then for none larger)
+    new_hi = INF if INF in (b, hi) else hi * b
+    return lo * a, new_hi
 
 
 def _universal() -> Node:
