@@ -1,6 +1,6 @@
 """Regex trees of Lark terminals, and look-aheads the regex layer cannot lower directly.
 
-A pattern is read (with Python's own parser) into a small tree of code point sets,
+A pattern is read (by the regex layer's parser) into a small tree of code point sets,
 sequences, alternatives, repetitions and look-arounds (``parse_tree``); the trees have
 the facts ``longest_match.py`` needs (lengths, prefixes, the text around a look-around).
 
@@ -16,12 +16,13 @@ regex layer (None).
 
 from __future__ import annotations
 
-import re
-from functools import cache
 from typing import Any
 
 from tether.grammar.ast import Cls, Node, Rep, alt, seq
 from tether.regex import charset as cs
+from tether.regex.ast import INF
+from tether.regex.tree import Tree as RegexTree
+from tether.regex.tree import fold_trie
 
 Tree = tuple[Any, ...]
 # ("set", CharSet) | ("seq", (Tree, ...)) | ("alt", (Tree, ...)) | ("rep", Tree, lo, hi | None)
@@ -45,84 +46,43 @@ class Unsupported(Exception):
 
 def parse_tree(pattern: str, flags: str = "") -> Tree | None:
     """``pattern`` (Python syntax, Lark flags ``i s x``) as a Tree, or None when it holds
-    something outside the Tree (look-behind, anchors, longer look-ahead bodies, ...)."""
-    import re._parser as sp  # noqa: PLC0415
+    something outside the Tree (anchors, word boundaries, a look-around inside a
+    look-around) or the regex layer refuses it. Read by the regex layer's parser (the one
+    that compiles the pattern: flags and case folding are applied to the sets)."""
+    from tether import regex as rx  # noqa: PLC0415
+    from tether.errors import TetherError  # noqa: PLC0415
 
-    reflags = (re.I if "i" in flags else 0) | (re.S if "s" in flags else 0) | (re.X if "x" in flags else 0)
     try:
-        sub = sp.parse(pattern, reflags)
-        f = sub.state.flags
-        return _convert(sub, bool(f & re.I), bool(f & re.S), bool(f & re.A))
-    except (re.error, RecursionError, OverflowError, Unsupported):
+        tree, _ = rx.parse_tree(pattern, flavor="python", ignore_case="i" in flags,
+                                dotall="s" in flags, verbose="x" in flags)
+        return _convert(tree)
+    except (TetherError, Unsupported):
         return None
 
 
-def _convert(sub: Any, icase: bool, dotall: bool, ascii_: bool) -> Tree:
-    import re._constants as sc  # noqa: PLC0415
-
-    items: list[Tree] = []
-    for op, av in sub:
-        if op is sc.LITERAL or op is sc.NOT_LITERAL:
-            s = _fold(((av, av),), icase, ascii_)
-            items.append(("set", cs.complement(s) if op is sc.NOT_LITERAL else s))
-        elif op is sc.ANY:
-            items.append(("set", cs.ALL if dotall else cs.complement(cs.NEWLINE)))
-        elif op is sc.IN:
-            items.append(("set", _class(av, icase, ascii_)))
-        elif op is sc.BRANCH:
-            items.append(("alt", tuple(_convert(b, icase, dotall, ascii_) for b in av[1])))
-        elif op is sc.SUBPATTERN:
-            _group, add, delete, body = av
-            if (add | delete) & ~(re.I | re.S | re.X | re.U):
-                raise Unsupported
-            ic = (icase or bool(add & re.I)) and not delete & re.I
-            da = (dotall or bool(add & re.S)) and not delete & re.S
-            items.append(_convert(body, ic, da, ascii_))
-        elif op is sc.MAX_REPEAT or op is sc.MIN_REPEAT:
-            lo, hi, body = av
-            items.append(("rep", _convert(body, icase, dotall, ascii_), lo, None if hi is sc.MAXREPEAT else hi))
-        elif op is sc.ASSERT or op is sc.ASSERT_NOT:
-            direction, body = av
-            inner = _convert(body, icase, dotall, ascii_)
-            if has_look(inner):
-                raise Unsupported
-            items.append(("look", op is sc.ASSERT, inner, direction == 1))
-        else:  # anchors, backreferences, atomic groups, conditionals
+def _convert(t: RegexTree) -> Tree:
+    """A regex-layer parse tree (``tether.regex.tree``) as a Tree (look-behinds of one
+    character become ``("look", positive, set, False)``)."""
+    k = t[0]
+    if k == "set":
+        return ("set", t[1])
+    if k == "seq":
+        return _seq([_convert(x) for x in t[1]])
+    if k == "alt":
+        return _alt([_convert(x) for x in t[1]])
+    if k == "trie":
+        return fold_trie(t[1], lambda s, rest: _seq([("set", s), rest]), _alt, EPSILON)
+    if k == "rep":
+        return _rep(_convert(t[1]), t[2], None if t[3] == INF else t[3])
+    if k == "look":
+        inner = _convert(t[2])
+        if has_look(inner):
             raise Unsupported
-    return _seq(items)
-
-
-def _fold(s: cs.CharSet, icase: bool, ascii_: bool) -> cs.CharSet:
-    return cs.casefold_set(s, ascii_) if icase else s
-
-
-def _class(items: Any, icase: bool, ascii_: bool) -> cs.CharSet:
-    import re._constants as sc  # noqa: PLC0415
-
-    negate = False
-    parts: list[cs.CharSet] = []
-    for op, av in items:
-        if op is sc.NEGATE:
-            negate = True
-        elif op is sc.LITERAL:
-            parts.append(((av, av),))
-        elif op is sc.RANGE:
-            parts.append(((av[0], av[1]),))
-        elif op is sc.CATEGORY:
-            letter = {sc.CATEGORY_DIGIT: "d", sc.CATEGORY_NOT_DIGIT: "D", sc.CATEGORY_SPACE: "s",
-                      sc.CATEGORY_NOT_SPACE: "S", sc.CATEGORY_WORD: "w", sc.CATEGORY_NOT_WORD: "W"}.get(av)
-            if letter is None:
-                raise Unsupported
-            parts.append(_class_escape(letter, ascii_))
-        else:
-            raise Unsupported
-    s = _fold(cs.union(*parts), icase, ascii_)
-    return cs.complement(s) if negate else s
-
-
-@cache
-def _class_escape(letter: str, ascii_: bool) -> cs.CharSet:
-    return cs.class_escape(letter, "python", ascii_)
+        return ("look", t[1], inner, True)
+    if k == "behind":  # "preceded by one of" / "not preceded by one of (or at the start)"
+        return ("look", True, ("set", t[1]), False) if not t[2] else \
+            ("look", False, ("set", cs.complement(t[1])), False)
+    raise Unsupported  # anchors and word boundaries
 
 
 def _one_char(t: Tree) -> cs.CharSet | None:

@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 from tether.errors import GrammarError, LimitError, RegexError
 from tether.grammar.ir import Grammar
+from tether.regex.ast import INF
+from tether.regex.tree import Tree as RegexTree
+from tether.regex.tree import fold_trie
 
 
 def check_regex(
@@ -53,10 +56,8 @@ def check_regex(
     if asserts and whole_terminal:
         bad = lookaround_outside(pattern, flags, anchors)
         if bad is not None:
-            index, message = bad
-            off = asserts[index] if index < len(asserts) else 0
-            raise GrammarError(f"invalid regex: {message}",
-                               text, pos + 1 + off, source)
+            off, message = bad
+            raise GrammarError(f"invalid regex: {message}", text, pos + 1 + off, source)
 
 
 _LOOK_OPEN = ("(?=", "(?!", "(?<=", "(?<!")
@@ -90,7 +91,7 @@ def lookaround_offsets(pattern: str, anchors: bool = False) -> list[int]:
 
 def lookaround_outside(pattern: str, flags: str, anchors: bool = False) -> tuple[int, str] | None:
     """The first look-around of ``pattern`` that may read outside the terminal's text:
-    (its index among the look-arounds, left to right; the reason), or None. With
+    (its offset in ``pattern``; the reason), or None. With
     ``anchors`` (Lark terminals), the anchors count as assertions too: ``\\b``/``\\B`` read
     a character on each side (kept where both lie inside the terminal), while ``^ $ \\A
     \\Z`` refer to the whole input in Lark's lexer and are refused.
@@ -103,74 +104,118 @@ def lookaround_outside(pattern: str, flags: str, anchors: bool = False) -> tuple
     longer than the shortest text before it. Those are accepted; the others are refused
     (e.g. ``/if(?![a-z])/``: the look-ahead reads the next token).
 
-    Widths come from Python's own regex parser (the pattern already passed tether's,
-    which bounds its nesting)."""
-    import re._constants as sc  # noqa: PLC0415
-    import re._parser as sp  # noqa: PLC0415
+    Widths come from the regex layer's parse tree (the parser that compiles the pattern);
+    the walk uses an explicit stack (nesting is bounded by the parser's ``max_nesting``)."""
+    from tether import regex as rx  # noqa: PLC0415
+    from tether.errors import TetherError  # noqa: PLC0415
 
     try:
-        tree = sp.parse(pattern, re.X if "x" in flags else 0)
-    except (re.error, RecursionError, OverflowError):
+        tree, has_assertions = rx.parse_tree(pattern, flavor="python", ignore_case="i" in flags,
+                                             dotall="s" in flags, verbose="x" in flags)
+    except TetherError:
         return (0, "look-around is not supported here: the pattern could not be analysed")
-    found: list[tuple[int, str] | None] = []
+    if not has_assertions:
+        return None
+    found: list[tuple[int, str]] = []
+    widths = _Widths()
+    # (tree, shortest text of the terminal before it, shortest text after it)
+    stack: list[tuple[RegexTree, int, int]] = [(tree, 0, 0)]
+    while stack:
+        t, before, after = stack.pop()
+        k = t[0]
+        if k == "seq":
+            mins = [widths.of(x)[0] for x in t[1]]
+            total = sum(mins)
+            done = 0
+            for x, m in zip(t[1], mins, strict=True):
+                stack.append((x, before + done, after + total - done - m))
+                done += m
+        elif k in ("alt", "rep"):
+            stack.extend((x, before, after) for x in (t[1] if k == "alt" else [t[1]]))
+        elif k == "look":
+            longest = widths.of(t[2])[1]
+            if longest is None or longest > after:
+                shown = "(?=" if t[1] else "(?!"
+                found.append((t[3], f"look-around is not supported here: the look-ahead '{shown}...)' reads "
+                                    "past the end of the terminal (the text after a lexeme is not part of it: "
+                                    "tether cannot represent this exactly)"))
+            stack.append((t[2], before, 0))  # nested look-arounds: judged conservatively
+        elif k == "behind":
+            if before < 1:
+                shown = "(?<!" if t[2] else "(?<="
+                found.append((t[3], f"look-around is not supported here: the look-behind '{shown}...)' reads "
+                                    "before the start of the terminal (the text before a lexeme is not part of "
+                                    "it: tether cannot represent this exactly)"))
+        elif k == "wordb" and anchors:
+            if before < 1 or after < 1:
+                shown = "\\b" if t[1] else "\\B"
+                found.append((t[3], f"anchor not supported here: the word boundary '{shown}' reads a character "
+                                    "outside the terminal (the text around a lexeme is not part of it: tether "
+                                    "cannot represent this exactly)"))
+        elif k in ("bol", "eol") and anchors:
+            at = t[-1]
+            shown = pattern[at : at + 2] if pattern[at : at + 1] == "\\" else pattern[at : at + 1]
+            found.append((at, f"anchor not supported here: '{shown}' refers to the whole input in Lark's lexer, "
+                              "not to the terminal: tether cannot represent this exactly"))
+    return min(found) if found else None
 
-    def width(sub: Any, items: list[Any]) -> tuple[int, int]:
-        return sp.SubPattern(sub.state, items).getwidth()  # type: ignore[no-any-return]
 
-    def walk(sub: Any, before: int, after: int) -> None:
-        items = list(sub)
-        mins = [width(sub, [it])[0] for it in items]
-        for k, (op, av) in enumerate(items):
-            b = before + sum(mins[:k])
-            a = after + sum(mins[k + 1 :])
-            if op in (sc.ASSERT, sc.ASSERT_NOT):
-                direction, body = av
-                longest = body.getwidth()[1]
-                index = len(found)
-                shown = ("(?=" if op is sc.ASSERT else "(?!") if direction == 1 else \
-                    ("(?<=" if op is sc.ASSERT else "(?<!")
-                if direction == 1 and longest > a:
-                    found.append((index, f"look-around is not supported here: the look-ahead '{shown}...)' reads past the end of the terminal "
-                                         "(the text after a lexeme is not part of it: tether cannot "
-                                         "represent this exactly)"))
-                elif direction != 1 and longest > b:
-                    found.append((index, f"look-around is not supported here: the look-behind '{shown}...)' reads before the start of the "
-                                         "terminal (the text before a lexeme is not part of it: tether "
-                                         "cannot represent this exactly)"))
-                else:
-                    found.append(None)
-                walk(body, b if direction == 1 else 0, 0)  # nested look-arounds: conservatively
-            elif op is sc.AT and anchors:
-                if av in (sc.AT_BOUNDARY, sc.AT_NON_BOUNDARY):
-                    shown = "\\b" if av is sc.AT_BOUNDARY else "\\B"
-                    found.append(None if b >= 1 and a >= 1 else (
-                        len(found), f"anchor not supported here: the word boundary '{shown}' reads a character outside the terminal "
-                                    "(the text around a lexeme is not part of it: tether cannot represent "
-                                    "this exactly)"))
-                else:
-                    shown = {sc.AT_BEGINNING: "^", sc.AT_BEGINNING_STRING: "\\A", sc.AT_END: "$",
-                             sc.AT_END_STRING: "\\Z"}.get(av, str(av))
-                    found.append((len(found), f"anchor not supported here: '{shown}' refers to the whole input in Lark's lexer, "
-                                              "not to the terminal: tether cannot represent this exactly"))
-            elif op is sc.SUBPATTERN:
-                walk(av[3], b, a)
-            elif op is sc.BRANCH:
-                for alt_ in av[1]:
-                    walk(alt_, b, a)
-            elif op in (sc.MAX_REPEAT, sc.MIN_REPEAT, sc.POSSESSIVE_REPEAT):
-                walk(av[2], b, a)
-            elif op is sc.ATOMIC_GROUP:
-                walk(av, b, a)
-            elif op is sc.GROUPREF_EXISTS:
-                for part in av[1:]:
-                    if part is not None:
-                        walk(part, b, a)
+class _Widths:
+    """Shortest and longest text (None: unbounded) of regex-layer trees, memoized."""
 
-    try:
-        walk(tree, 0, 0)
-    except RecursionError:
-        return (0, "look-around is not supported here: the pattern is nested too deeply to analyse")
-    return next((f for f in found if f is not None), None)
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[int, int | None]] = {}
+        self._keep: list[RegexTree] = []
+
+    def of(self, t: RegexTree) -> tuple[int, int | None]:
+        got = self._memo.get(id(t))
+        if got is not None:
+            return got
+        # children first, without recursion
+        order: list[RegexTree] = []
+        stack = [t]
+        while stack:
+            x = stack.pop()
+            if id(x) in self._memo:
+                continue
+            order.append(x)
+            k = x[0]
+            if k in ("seq", "alt"):
+                stack.extend(x[1])
+            elif k == "rep":
+                stack.append(x[1])
+        for x in reversed(order):
+            self._memo[id(x)] = self._one(x)
+            self._keep.append(x)
+        return self._memo[id(t)]
+
+    def _one(self, x: RegexTree) -> tuple[int, int | None]:
+        k = x[0]
+        if k == "set":
+            return (1, 1)
+        if k in ("seq", "alt"):
+            parts = [self._memo[id(c)] for c in x[1]]
+            if not parts:
+                return (0, 0)
+            highs = [h for _, h in parts]
+            if k == "seq":
+                return (sum(lo for lo, _ in parts), None if None in highs else sum(h for h in highs if h is not None))
+            return (min(lo for lo, _ in parts), None if None in highs else max(h for h in highs if h is not None))
+        if k == "trie":
+            def step(_s: object, rest: tuple[int, int]) -> tuple[int, int]:
+                return (rest[0] + 1, rest[1] + 1)
+
+            def union(parts: list[tuple[int, int]]) -> tuple[int, int]:  # a trie is finite
+                return (min(p[0] for p in parts), max(p[1] for p in parts))
+
+            return fold_trie(x[1], step, union, (0, 0))
+        if k == "rep":
+            lo, hi = self._memo[id(x[1])]
+            top = x[3]
+            if hi == 0:
+                return (0, 0)
+            return (x[2] * lo, None if hi is None or top == INF else top * hi)
+        return (0, 0)  # an assertion reads no text
 
 
 def check_terminal_looks(g: Grammar, looks: list[tuple[int, str, str]], text: str, source: str) -> list[str]:
@@ -214,11 +259,9 @@ def check_terminal_looks(g: Grammar, looks: list[tuple[int, str, str]], text: st
             for pos, part, flags in looks:
                 part_bad = lookaround_outside(part, flags, anchors=True)
                 if part_bad is not None and part in pattern:
-                    index, message = part_bad
-                    offs = lookaround_offsets(part, anchors=True)
-                    raise GrammarError(f"invalid regex: {message}; "
-                                       f"in terminal '{t.name}'", text, pos + 1 + (offs[index] if index < len(offs) else 0),
-                                       source)
+                    off, message = part_bad
+                    raise GrammarError(f"invalid regex: {message}; in terminal '{t.name}'",
+                                       text, pos + 1 + off, source)
             raise GrammarError(f"invalid regex: {bad[1]}; in terminal '{t.name}'",
                                text, looks[0][0], source)
     return notes
