@@ -148,58 +148,6 @@ def type_set(t: Any, pointer: str) -> set[str]:
     return out
 
 
-class JsonContents:
-    """Ids of JSON contents, for sharing one nonterminal among equal subschemas."""
-
-    def __init__(self) -> None:
-        self._keys: dict[tuple[object, ...], int] = {}  # content key -> content id
-        self._of_object: dict[int, int] = {}  # id of a dict/list -> its content id
-
-    def id_of(self, root: dict[Any, Any] | list[Any]) -> int:
-        """An id of the JSON content of a document object: two objects get the same id iff
-        their JSON texts are equal (key order kept; ``1``, ``1.0`` and ``true`` differ).
-
-        Each object is read once, children first (an explicit stack: the document's depth
-        is bounded by ``max_json_depth``, never by Python's recursion), and memoized by
-        identity (document objects live as long as the compile). Cost: linear in the
-        document, where a JSON text per object was quadratic in its depth.
-        """
-        memo, contents = self._of_object, self._keys
-        found = memo.get(id(root))
-        if found is not None:
-            return found
-
-        def leaf(x: Any) -> object:
-            if isinstance(x, dict | list):
-                return memo[id(x)]
-            if isinstance(x, float):
-                return ("f", repr(x))
-            return (type(x).__name__, x)
-
-        stack: list[tuple[Any, bool]] = [(root, False)]
-        pending: set[int] = set()
-        while stack:
-            v, ready = stack.pop()
-            if id(v) in memo:
-                continue
-            items = v.items() if isinstance(v, dict) else enumerate(v)
-            if not ready:
-                if id(v) in pending:  # an object inside itself (no JSON document): identity
-                    memo[id(v)] = contents.setdefault(("#id", id(v)), len(contents))
-                    continue
-                pending.add(id(v))
-                stack.append((v, True))
-                stack.extend((x, False) for _, x in items
-                             if isinstance(x, dict | list) and id(x) not in memo)
-                continue
-            if isinstance(v, dict):
-                key: tuple[object, ...] = ("d", *[(k, leaf(x)) for k, x in items])
-            else:
-                key = ("l", *[leaf(x) for _, x in items])
-            memo[id(v)] = contents.setdefault(key, len(contents))
-        return memo[id(root)]
-
-
 class Context:
     """What one compile shares: options, the grammar, memo, reference index, bookkeeping."""
 
@@ -247,9 +195,8 @@ class Context:
         self.one_of_warned: set[str] = set()
         self.member_validators: dict[tuple[int, frozenset[str]], Any] = {}
         self._n = 0
-        self._shapes: dict[tuple[str | None, object], int] = {}
+        self._shapes: dict[tuple[str | None, str], int] = {}
         self._shape_of_id: dict[int, int] = {}
-        self._contents = JsonContents()
         self.checked: set[int] = set()  # ids of schema objects whose shape was checked
         self.path: list[str] = []  # pointers of the nodes being compiled, outermost first
 
@@ -310,12 +257,14 @@ class Context:
         i = id(s)
         shape = self._shape_of_id.get(i)
         if shape is None:
-            # key order kept: it is the schema property order; a schema the compiler made
-            # (not indexed: no base URI of its own) is known by identity only
-            content: object = self._contents.id_of(s) if i in self.base_of else ("#id", i)
-            shape = self._shape_of_id[i] = self._shapes.setdefault((self.base_of.get(i), content), i)
+            try:
+                # key order kept: it is the schema property order; a schema the compiler
+                # made (not indexed: no base URI of its own) is known by identity only
+                text = json.dumps(s) if i in self.base_of else f"#id:{i}"
+            except (TypeError, ValueError):  # not plain JSON: identity only
+                text = f"#id:{i}"
+            shape = self._shape_of_id[i] = self._shapes.setdefault((self.base_of.get(i), text), i)
         return shape
-
 
     def synthetic(self, schema: dict[Any, Any], pointer: str) -> dict[Any, Any]:
         """A schema object made by the compiler (kept alive: members are keyed by id)."""
