@@ -20,6 +20,7 @@ never names a terminal that can no longer match.
 from __future__ import annotations
 
 import random
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -529,9 +530,9 @@ def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None 
     if not node.flags & F_BOOLEAN:
         return False  # ∅ is the only empty node without intersection/complement
     parent: dict[Node, Node | None] = {node: None}
-    todo = [node]
+    todo = deque([node])  # breadth first: the shortest way to a nullable node is found first
     while todo:
-        n = todo.pop()
+        n = todo.popleft()
         if len(parent) & 255 == 0:
             check_deadline("deciding whether a regex is empty")
         for cls in node_classes(n):
