@@ -517,7 +517,7 @@ def matches(node: Node, data: bytes | str) -> bool:
 
 def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None = None) -> bool | None:
     """Whether ``L(node)`` is empty: True, False, or None if ``limit`` derivatives did not
-    decide it. Explores derivatives (by byte class) depth-first; ``known`` (node → empty?)
+    decide it. Explores derivatives (by byte class) breadth first; ``known`` (node → empty?)
     short-cuts nodes decided before and receives what this search decides: every node
     on the path to a nullable derivative is non-empty, and when nothing nullable is
     reachable every node seen is empty. (Derivatives of a counted intersection, such as a
