@@ -115,6 +115,22 @@ def test_compile_is_cached_by_content(vocab) -> None:
         compile(42, vocab)
 
 
+def test_grammars_of_one_shape_are_told_apart_by_content(vocab) -> None:
+    # the cache hashes only the shape (start, sizes): equal shapes must still compare content
+    a, b = regex_grammar("[0-9]+"), regex_grammar("[a-z]+")
+    ca, cb = compile(a, vocab), compile(b, vocab)
+    assert ca is not cb and ca.grammar is a and cb.grammar is b
+    assert compile(regex_grammar("[a-z]+"), vocab) is cb
+    # a grammar changed after its compile is compiled again (the key is a snapshot)
+    g = regex_grammar("[0-9]+")
+    c1 = compile(g, vocab)
+    from dataclasses import replace
+
+    g.terminals = {n: replace(t, regex="[xy]+", node=None) for n, t in g.terminals.items()}
+    c2 = compile(g, vocab)
+    assert c2 is not c1
+
+
 def byte_vocab() -> Vocabulary:
     toks = [b""] + [bytes([i]) for i in range(256)] + [b'{"', b'":', b"true", b"null", b'"}']
     return Vocabulary.from_bytes(toks, eos_ids=[0])
