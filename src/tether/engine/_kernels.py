@@ -93,6 +93,29 @@ def walk_lexemes(byte, depth, token, end, dup_next, table, accid, lazyf, trans, 
     return -1
 
 
+@nb.njit(cache=True)
+def lexeme_steps(table, lazyf, data, ls):  # type: ignore[no-untyped-def]
+    """Follow the bytes ``data`` from lexer state ``ls`` inside one lexeme: the state
+    reached, or -1 as soon as a byte leaves the lexeme or meets anything not known yet
+    (a DEAD or UNKNOWN entry, a state whose ``lazyf`` is not 0: unknown, or a lazy
+    terminal ending its lexeme, or a state outside the arrays). The caller then takes the
+    per-byte path, which handles every case; -1 decides nothing.
+
+    ``Matcher.consume``'s fast path (tables read under the constraint's lock; a result
+    is a pure function of filled entries, which never change). Holds the GIL: a call is
+    shorter than its release would be."""
+    n = table.shape[0]
+    m = lazyf.shape[0]
+    for i in range(len(data)):
+        if ls < 0 or ls >= n:
+            return -1
+        s = table[ls, data[i]]
+        if s < 0 or s >= m or lazyf[s] != 0:
+            return -1
+        ls = s
+    return ls
+
+
 @nb.njit(cache=True, nogil=True)
 def nonzero_words(mask, idx, words):  # type: ignore[no-untyped-def]
     """Write the indices and values of the non-zero words of ``mask`` into ``idx`` and

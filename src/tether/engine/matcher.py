@@ -12,13 +12,15 @@ state unchanged and keeps a readable reason in ``.error``.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tether.engine import completion
-from tether.engine.tables import DEAD
+from tether.engine import walk as _walk
+from tether.engine.tables import DEAD, TOKEN_STEPS_LIMIT
 from tether.errors import ConstraintError, TetherError, limited
 from tether.tokens.bitmask import check_mask
 
@@ -36,7 +38,7 @@ class Matcher:
     """
 
     __slots__ = ("cc", "_ls", "_node", "_start", "_parser", "_hist", "_eos", "error",
-                 "_out_len", "_hint")
+                 "_out_len", "_hint", "_rows", "_vsize", "_info", "_token_steps")
 
     def __init__(self, cc: CompiledConstraint) -> None:
         self.cc = cc
@@ -44,11 +46,16 @@ class Matcher:
         self._ls = int(cc.steps.nstart[self._node])
         self._start = True
         self._parser: Any = cc.new_parser()
+        self._rows: int = self._parser.n_rows  # kept equal to it (read after each change)
         self._hist: list[tuple[int, int, bool, int, bool, int]] = []
         self._eos = False
         self.error: str | None = None
         self._out_len = 0
         self._hint: tuple[int, int] | None = None
+        # consume's fast path (read-only, shared): see ``consume``
+        self._vsize = cc.vocabulary.size
+        self._info = _token_info(cc)
+        self._token_steps = cc.steps.token_steps
 
     # ---- state ----------------------------------------------------------------------------
     @property
@@ -63,8 +70,10 @@ class Matcher:
         m = Matcher.__new__(Matcher)
         m.cc, m._ls, m._node, m._start = self.cc, self._ls, self._node, self._start
         m._parser = self._parser.copy()
+        m._rows = self._rows
         m._hist = list(self._hist)
         m._eos, m.error, m._out_len, m._hint = self._eos, self.error, self._out_len, self._hint
+        m._vsize, m._info, m._token_steps = self._vsize, self._info, self._token_steps
         return m
 
     def is_accepting(self) -> bool:
@@ -144,25 +153,59 @@ class Matcher:
                 ok = st.push_lexeme(self._parser, a)
                 assert ok, "parser refused a lexeme the step tables accepted"
                 node = n2
+                self._rows = self._parser.n_rows
         self._node = c
         self._ls = s
         self._start = bool(pushes) and pushes[-1][2] == 1
         return True
 
     def _save(self) -> tuple[int, int, bool, int, bool, int]:
-        return (self._ls, self._node, self._start, self._parser.n_rows, self._eos, self._out_len)
+        return (self._ls, self._node, self._start, self._rows, self._eos, self._out_len)
 
     def _restore(self, h: tuple[int, int, bool, int, bool, int]) -> None:
         self._ls, self._node, self._start, rows, self._eos, self._out_len = h
         self._hint = None
         if self._parser.n_rows > rows:
             self._parser.truncate(rows)
+        self._rows = self._parser.n_rows
 
     def consume(self, token: int) -> bool:
         """Advance by one token. Returns False (state unchanged, reason in ``.error``) if
         the token is not allowed here, or is not a token id (a Python or numpy integer;
-        ``bool``, floats and the rest are refused). Never raises."""
+        ``bool``, floats and the rest are refused). Never raises.
+
+        Fast path (the common case: a token inside one lexeme, e.g. text in a string): an
+        ordinary token (not EOS, special or empty) whose bytes lead from the lexer state
+        through filled table entries without ending a lexeme moves the lexer state alone,
+        exactly as the per-byte path would. Its result comes from the constraint's
+        ``token_steps`` cache (no lock: verified entries that never change), else from
+        the ``lexeme_steps`` kernel under the lock; anything else (a lexeme boundary, an
+        entry to fill, a refusal) takes the per-byte path, which decides and explains."""
         try:
+            if type(token) is int and not self._eos and 0 <= token < self._vsize:
+                info = self._info[token]
+                if info is None:
+                    info = self._info_of(token)
+                if info:
+                    ls0 = self._ls
+                    key = ls0 * self._vsize + token
+                    s = self._token_steps.get(key)
+                    if s is None:
+                        s = self._lexeme_steps(token, key)
+                    if s >= 0:
+                        start0 = self._start
+                        out_len = self._out_len
+                        self._hist.append((ls0, self._node, start0, self._rows, False, out_len))
+                        if info > 0:
+                            self._hint = None
+                            self._out_len = out_len + info
+                        else:  # a text token inside one lexeme: see _consume
+                            self._hint = None if start0 else (ls0, -info)
+                            self._out_len = out_len - info
+                        self._ls = s
+                        self._start = False
+                        self.error = None
+                        return True
             if type(token) is not int:
                 t = token_id(token)
                 if t is None:
@@ -181,6 +224,36 @@ class Matcher:
         except Exception as e:  # noqa: BLE001 -- decode time never raises
             self.error = f"internal error on token {limited(token, 40)}: {type(e).__name__}: {e}"
             return False
+
+    def _info_of(self, token: int) -> int:
+        """The fast path's view of an in-range ``token`` (kept in the shared list): 0 for
+        EOS, special and empty tokens (the checked path's), else its length in bytes,
+        negated for a text token (``VocabIndex.is_text_token``: ``_consume``'s hint)."""
+        vocab = self.cc.vocabulary
+        data = vocab.tokens[token]
+        if token in vocab.eos_ids or not data or token in vocab.special_ids:
+            info = 0
+        else:
+            info = -len(data) if self.cc.vindex.is_text_token(token) else len(data)
+        self._info[token] = info
+        return info
+
+    def _lexeme_steps(self, token: int, key: int) -> int:
+        """The lexer state after ``token``'s bytes inside the current lexeme, from the
+        filled tables (``_kernels.lexeme_steps`` under the lock: no entry is half written
+        then), kept in ``token_steps``; -1 when the per-byte path must decide."""
+        cc = self.cc
+        kern = _walk._kernels or _walk.kernels()
+        with cc.lock:
+            st = cc.steps
+            s = int(kern.lexeme_steps(st.dfa.table, st.lazyf, cc.vocabulary.tokens[token],
+                                      self._ls))
+        if s >= 0:
+            cache = self._token_steps
+            if len(cache) >= TOKEN_STEPS_LIMIT:
+                cache.clear()
+            cache[key] = s
+        return s
 
     def _consume(self, token: int) -> bool:
         cc = self.cc
@@ -313,6 +386,25 @@ class Matcher:
 
 
 _U32 = np.dtype(np.uint32)
+
+# consume's fast path: per (vocabulary, vocabulary index), what ``Matcher._info_of`` says
+# of each token id, found at the token's first use (None until then)
+_INFO: OrderedDict[tuple[int, int], tuple[object, object, list[int | None]]] = OrderedDict()
+_INFO_LIMIT = 8
+
+
+def _token_info(cc: CompiledConstraint) -> list[int | None]:
+    """The token list shared by the matchers of ``cc``'s vocabulary and index (kept with
+    both, so their ids stay theirs)."""
+    vocab, vindex = cc.vocabulary, cc.vindex
+    key = (id(vocab), id(vindex))
+    hit = _INFO.get(key)
+    if hit is None:
+        info: list[int | None] = [None] * vocab.size
+        hit = _INFO[key] = (vocab, vindex, info)
+        while len(_INFO) > _INFO_LIMIT:
+            _INFO.popitem(last=False)
+    return hit[2]
 
 
 def token_id(value: object) -> int | None:

@@ -36,6 +36,7 @@ UNKNOWN = -2
 _SHALLOW_ROWS = 64  # nodes with at most this many parser rows keep their parser
 _CHECKPOINT = 512  # deeper ones keep it every this many rows (else rebuilt, see parser_at)
 _RECENT = 32  # rebuilt parsers kept, most recent first
+TOKEN_STEPS_LIMIT = 1 << 16  # entries of StepTables.token_steps (about 100 bytes each)
 
 ParserFactory = Callable[[], Any]
 
@@ -82,6 +83,12 @@ class StepTables:
         self._start_cache: dict[frozenset[int], int] = {}
         self._acc_upto = 0  # lexer states below this have accid / lazyf set
         self.node_depth: dict[Any, int] = {}  # regex node -> text containment depth
+        # ``Matcher.consume``'s fast path: ``ls * vocabulary size + token`` -> the lexer
+        # state reached when the token's bytes stay inside the lexeme begun at ``ls``
+        # (no lexeme ends, no lazy terminal). Only verified entries go in, and an entry is
+        # a pure function of filled table entries (which never change), so readers need
+        # no lock: one dict lookup is atomic. Emptied when it reaches TOKEN_STEPS_LIMIT.
+        self.token_steps: dict[int, int] = {}
 
     # ---- lexer side -------------------------------------------------------------------
     @property
