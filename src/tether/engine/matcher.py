@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from tether.engine import completion
 from tether.engine import walk as _walk
-from tether.engine.tables import DEAD, TOKEN_STEPS_LIMIT
+from tether.engine.tables import DEAD, TOKEN_MOVES_LIMIT, TOKEN_STEPS_LIMIT
 from tether.errors import ConstraintError, TetherError, limited
 from tether.tokens.bitmask import check_mask
 
@@ -37,16 +37,18 @@ class Matcher:
         n_tokens: tokens consumed so far.
     """
 
-    __slots__ = ("cc", "_ls", "_node", "_start", "_parser", "_hist", "_eos", "error",
-                 "_out_len", "_hint", "_rows", "_vsize", "_info", "_token_steps")
+    __slots__ = ("cc", "_ls", "_node", "_start", "_p", "_lag", "_rows", "_hist", "_eos",
+                 "error", "_out_len", "_hint", "_vsize", "_info", "_token_steps",
+                 "_token_moves", "_scratch")
 
     def __init__(self, cc: CompiledConstraint) -> None:
         self.cc = cc
         self._node = cc.root_node
         self._ls = int(cc.steps.nstart[self._node])
         self._start = True
-        self._parser: Any = cc.new_parser()
-        self._rows: int = self._parser.n_rows  # kept equal to it (read after each change)
+        self._p: Any = cc.new_parser()
+        self._lag: list[int] = []  # lexemes scanned, not yet pushed on _p (see _parser)
+        self._rows: int = self._p.n_rows  # rows of _p once _lag is pushed
         self._hist: list[tuple[int, int, bool, int, bool, int]] = []
         self._eos = False
         self.error: str | None = None
@@ -56,24 +58,49 @@ class Matcher:
         self._vsize = cc.vocabulary.size
         self._info = _token_info(cc)
         self._token_steps = cc.steps.token_steps
+        self._token_moves = cc.steps.token_moves
+        self._scratch: NDArray[np.int32] | None = None  # the kernel's lexemes (this matcher's)
 
     # ---- state ----------------------------------------------------------------------------
     @property
     def n_tokens(self) -> int:
         return len(self._hist)
 
+    @property
+    def _parser(self) -> Any:
+        """The Earley parser at this state (a member of the node's class)."""
+        return self._parser_at_node()
+
     def _parser_at_node(self) -> Any:
-        return self._parser
+        """``_parser``, after pushing the lexemes the moves left pending: a move only
+        records the lexemes that change the node (``_lag``); the parser is needed only
+        where a parser transition is not in the tables yet, or by the lookahead, so a
+        decode through known entries pushes nothing (the pushes are the same, later)."""
+        lag = self._lag
+        if lag:
+            st = self.cc.steps
+            done = 0
+            try:
+                with self.cc.lock:
+                    for a in lag:
+                        ok = st.push_lexeme(self._p, a)
+                        assert ok, "parser refused a lexeme the step tables accepted"
+                        done += 1
+            finally:
+                del lag[:done]
+        return self._p
 
     def copy(self) -> Matcher:
         """An independent matcher in the same state. Cost: O(tokens + parser rows) list copies."""
         m = Matcher.__new__(Matcher)
         m.cc, m._ls, m._node, m._start = self.cc, self._ls, self._node, self._start
-        m._parser = self._parser.copy()
+        m._p = self._p.copy()
+        m._lag = list(self._lag)
         m._rows = self._rows
         m._hist = list(self._hist)
         m._eos, m.error, m._out_len, m._hint = self._eos, self.error, self._out_len, self._hint
         m._vsize, m._info, m._token_steps = self._vsize, self._info, self._token_steps
+        m._token_moves, m._scratch = self._token_moves, None
         return m
 
     def is_accepting(self) -> bool:
@@ -149,11 +176,10 @@ class Matcher:
             return False
         node = self._node
         for a, n2, _ in pushes:
-            if n2 != node:
-                ok = st.push_lexeme(self._parser, a)
-                assert ok, "parser refused a lexeme the step tables accepted"
+            if n2 != node:  # pushed when the parser is needed (_parser_at_node)
+                self._lag.append(a)
+                self._rows += 1
                 node = n2
-                self._rows = self._parser.n_rows
         self._node = c
         self._ls = s
         self._start = bool(pushes) and pushes[-1][2] == 1
@@ -165,22 +191,28 @@ class Matcher:
     def _restore(self, h: tuple[int, int, bool, int, bool, int]) -> None:
         self._ls, self._node, self._start, rows, self._eos, self._out_len = h
         self._hint = None
-        if self._parser.n_rows > rows:
-            self._parser.truncate(rows)
-        self._rows = self._parser.n_rows
+        done = self._p.n_rows
+        if rows >= done:
+            del self._lag[rows - done:]
+        else:
+            self._p.truncate(rows)
+            self._lag.clear()
+        self._rows = rows
 
     def consume(self, token: int) -> bool:
         """Advance by one token. Returns False (state unchanged, reason in ``.error``) if
         the token is not allowed here, or is not a token id (a Python or numpy integer;
         ``bool``, floats and the rest are refused). Never raises.
 
-        Fast path (the common case: a token inside one lexeme, e.g. text in a string): an
-        ordinary token (not EOS, special or empty) whose bytes lead from the lexer state
-        through filled table entries without ending a lexeme moves the lexer state alone,
-        exactly as the per-byte path would. Its result comes from the constraint's
-        ``token_steps`` cache (no lock: verified entries that never change), else from
-        the ``lexeme_steps`` kernel under the lock; anything else (a lexeme boundary, an
-        entry to fill, a refusal) takes the per-byte path, which decides and explains."""
+        Fast path: an ordinary token (not EOS, special or empty) whose bytes lead from
+        the state through filled table entries moves exactly as the per-byte path would,
+        in one step. Inside one lexeme (the common case: text in a string) the result
+        depends on the lexer state alone and comes from the constraint's ``token_steps``;
+        across lexemes it comes from ``token_moves`` (by lexer state and node); both are
+        read without the lock (verified entries, pure functions of filled table entries,
+        which never change). A miss runs the ``token_moves`` kernel under the lock and
+        keeps its answer; anything it cannot decide (an entry to fill, a refusal) takes
+        the per-byte path, which decides, fills and explains."""
         try:
             if type(token) is int and not self._eos and 0 <= token < self._vsize:
                 info = self._info[token]
@@ -190,9 +222,7 @@ class Matcher:
                     ls0 = self._ls
                     key = ls0 * self._vsize + token
                     s = self._token_steps.get(key)
-                    if s is None:
-                        s = self._lexeme_steps(token, key)
-                    if s >= 0:
+                    if s is not None:  # inside the lexeme: the lexer state alone moves
                         start0 = self._start
                         out_len = self._out_len
                         self._hist.append((ls0, self._node, start0, self._rows, False, out_len))
@@ -205,6 +235,12 @@ class Matcher:
                         self._ls = s
                         self._start = False
                         self.error = None
+                        return True
+                    move = self._token_moves.get((key, self._node))
+                    if move is None:
+                        move = self._moves_of(token, key)
+                    if move is not None:
+                        self._move(ls0, move, info)
                         return True
             if type(token) is not int:
                 t = token_id(token)
@@ -238,22 +274,51 @@ class Matcher:
         self._info[token] = info
         return info
 
-    def _lexeme_steps(self, token: int, key: int) -> int:
-        """The lexer state after ``token``'s bytes inside the current lexeme, from the
-        filled tables (``_kernels.lexeme_steps`` under the lock: no entry is half written
-        then), kept in ``token_steps``; -1 when the per-byte path must decide."""
+    def _moves_of(self, token: int, key: int) -> tuple[int, int, bool, tuple[int, ...]] | None:
+        """``(lexer state, node, at lexeme start, lexemes to push)`` after ``token`` from
+        this state, from the filled tables (``_kernels.token_moves`` under the lock: no
+        entry is half written then), kept in ``token_steps`` (inside one lexeme) or
+        ``token_moves``; None when the per-byte path must decide."""
         cc = self.cc
         kern = _walk._kernels or _walk.kernels()
+        data = cc.vocabulary.tokens[token]
+        out = self._scratch
+        if out is None or out.shape[0] < 2 * len(data):
+            out = self._scratch = np.empty(max(64, 2 * len(data)), np.int32)
+        node = self._node
         with cc.lock:
             st = cc.steps
-            s = int(kern.lexeme_steps(st.dfa.table, st.lazyf, cc.vocabulary.tokens[token],
-                                      self._ls))
-        if s >= 0:
-            cache = self._token_steps
-            if len(cache) >= TOKEN_STEPS_LIMIT:
-                cache.clear()
-            cache[key] = s
-        return s
+            s, c, start, k, ended = kern.token_moves(st.dfa.table, st.accid, st.lazyf, st.trans,
+                                                     st.nstart, data, self._ls, node, out)
+        if s < 0:
+            return None
+        if not ended:
+            steps = self._token_steps
+            if len(steps) >= TOKEN_STEPS_LIMIT:
+                steps.clear()
+            steps[key] = s
+            return s, node, False, ()
+        move = (int(s), int(c), start == 1, tuple(out[:k].tolist()) if k else ())
+        moves = self._token_moves
+        if len(moves) >= TOKEN_MOVES_LIMIT:
+            moves.clear()
+        moves[key, node] = move
+        return move
+
+    def _move(self, ls0: int, move: tuple[int, int, bool, tuple[int, ...]], info: int) -> None:
+        """Apply a fast-path move (see ``consume``) of a token of ``info``."""
+        s, c, start, pushed = move
+        node0, start0, out_len = self._node, self._start, self._out_len
+        self._hist.append((ls0, node0, start0, self._rows, False, out_len))
+        if pushed:
+            self._lag.extend(pushed)
+            self._rows += len(pushed)
+        n = info if info > 0 else -info
+        # a text token inside one lexeme: see _consume
+        self._hint = (ls0, n) if info < 0 and c == node0 and not start0 and not start else None
+        self._ls, self._node, self._start = s, c, start
+        self._out_len = out_len + n
+        self.error = None
 
     def _consume(self, token: int) -> bool:
         cc = self.cc

@@ -1,13 +1,16 @@
-"""``Matcher.consume``'s fast path (a token inside one lexeme: ``StepTables.token_steps``,
-``_kernels.lexeme_steps``) against the per-byte path it short-cuts.
+"""``Matcher.consume``'s fast path (``StepTables.token_steps`` / ``token_moves``, the
+``_kernels.token_moves`` kernel, the parser's pushes left pending) against the per-byte
+path it short-cuts.
 
 Every constraint is compiled twice, with separate tables: ``fast`` decodes with the
 public ``consume``, ``ref`` with the per-byte path alone (a matcher whose ``_vsize`` is 0
-never takes the fast path: its range test fails first, and the checked path decides).
+never takes the fast path: its range test fails first, and the checked path decides),
+pushing the lexemes it scans on its parser after every call (``fast`` leaves them
+pending until its parser is needed).
 Both see the same calls in the same order, and the fast path fills nothing, so their
 tables are filled alike and the states can be compared by id: after every call the
 decision, ``.error``, ``mask_key()``, history, output length, the mask hint, the parser's
-rows and its ``row_key()`` must be equal, and so must the masks. The calls are hypothesis
+rows and (pushed, now and then) its ``row_key()`` must be equal, and so must the masks. The calls are hypothesis
 sequences of allowed tokens, random ids (refused, out of range, not integers), EOS,
 special tokens, rollbacks, copies and raw bytes. Two threads decoding on matchers of one
 shared constraint must decide as a sequential run does.
@@ -106,12 +109,19 @@ def _allowed(m: Matcher) -> list[int]:
 
 
 def _same(a: Matcher, b: Matcher) -> None:
+    """Equal states; the parsers' pending lexemes are left pending (see ``_parsers``)."""
     assert a.error == b.error
     assert a.mask_key() == b.mask_key()
     assert a._hist == b._hist
     assert (a._out_len, a._hint, a._eos) == (b._out_len, b._hint, b._eos)
-    assert a._rows == a._parser.n_rows == b._rows == b._parser.n_rows
+    assert a._rows == a._p.n_rows + len(a._lag) == b._rows == b._p.n_rows + len(b._lag)
+
+
+def _parsers(a: Matcher, b: Matcher) -> None:
+    """Equal parsers once their pending lexemes are pushed, and no lexeme left pending."""
     assert a._parser.row_key() == b._parser.row_key()
+    assert a._parser.n_rows == a._rows == b._parser.n_rows == b._rows
+    assert not a._lag and not b._lag
 
 
 def _run(name: str, ops: list[tuple[str, int]], check_masks: bool) -> tuple[int, int]:
@@ -158,16 +168,21 @@ def _run(name: str, ops: list[tuple[str, int]], check_masks: bool) -> tuple[int,
             elif op == "bytes":
                 data = VOCAB.tokens[x % VOCAB.size]
                 assert f.consume_bytes(data) == r.consume_bytes(data)
+            elif op == "parser":
+                _parsers(f, r)
+            r._parser_at_node()  # the reference pushes every lexeme at once
             _same(f, r)
             if check_masks:
                 assert np.array_equal(_mask(f), _mask(r))
         assert f.is_accepting() == r.is_accepting()
         assert f.allowed_bytes() == r.allowed_bytes()
+        _parsers(f, r)
     return n_consumed - per_byte[0], per_byte[0]
 
 
 _OPS = st.lists(st.tuples(
-    st.sampled_from(["allowed"] * 8 + ["token", "token", "other", "rollback", "copy", "bytes"]),
+    st.sampled_from(["allowed"] * 8 + ["token", "token", "other", "rollback", "copy", "bytes",
+                                       "parser"]),
     st.integers(0, 2**20)), min_size=1, max_size=60)
 
 
@@ -183,7 +198,8 @@ def test_fast_path_is_taken(name: str) -> None:
     """A long random walk over allowed tokens (with EOS, refusals and rollbacks) goes
     both ways: the fast path for tokens inside a lexeme, the per-byte path for the rest."""
     rnd = random.Random(name)
-    ops = [(rnd.choice(["allowed"] * 12 + ["token", "rollback", "copy"]), rnd.randrange(2**20))
+    ops = [(rnd.choice(["allowed"] * 12 + ["token", "rollback", "copy", "parser"]),
+            rnd.randrange(2**20))
            for _ in range(300)]
     fast, per_byte = _run(name, ops, check_masks=False)
     assert fast > 0 and per_byte > 0
@@ -197,15 +213,15 @@ def test_text_tokens_in_a_json_string_take_the_cache() -> None:
     _mask(m)  # the walk fills the rows the string's tokens follow
     abc = TOKENS.index(b"abc")
     calls = [0]
-    lexeme_steps = Matcher._lexeme_steps
+    moves_of = Matcher._moves_of
 
-    def counted(self: Matcher, token: int, key: int) -> int:
+    def counted(self: Matcher, token: int, key: int) -> Any:
         calls[0] += 1
-        return lexeme_steps(self, token, key)
+        return moves_of(self, token, key)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Matcher, "_consume", lambda *a: pytest.fail("per-byte path taken"))
-        mp.setattr(Matcher, "_lexeme_steps", counted)
+        mp.setattr(Matcher, "_moves_of", counted)
         for _ in range(6):  # an unbounded string: the state after "abc" loops
             assert m.consume(abc), m.error
     assert calls[0] <= 2  # the kernel once per (state, token), then the cache
@@ -246,20 +262,40 @@ def test_token_steps_is_bounded() -> None:
     assert len(cache) == 1  # emptied at the limit, then the new entry
 
 
-def test_kernel_refuses_what_it_cannot_decide() -> None:
-    table = np.full((4, 256), -2, np.int32)  # UNKNOWN
-    table[0, ord("a")] = 1
-    table[1, ord("a")] = 1
-    table[1, ord("b")] = -1  # DEAD: a lexeme ends
-    table[1, ord("c")] = 3  # a lazy state
-    table[1, ord("d")] = 9  # a state outside the arrays
-    lazyf = np.array([0, 0, -2, 1], np.int32)
-    assert _kernels.lexeme_steps(table, lazyf, b"aaa", 0) == 1
-    assert _kernels.lexeme_steps(table, lazyf, b"", 2) == 2
-    for data, ls in ((b"ab", 0), (b"ac", 0), (b"ad", 0), (b"x", 0), (b"a", 7), (b"a", -1)):
-        assert _kernels.lexeme_steps(table, lazyf, data, ls) == -1, (data, ls)
-    table[0, ord("z")] = 2  # lazyf unknown
-    assert _kernels.lexeme_steps(table, lazyf, b"z", 0) == -1
+def test_kernel_follows_known_entries_and_refuses_the_rest() -> None:
+    U, D = -2, -1  # UNKNOWN, DEAD
+    a, b, c, x, z = (ord(ch) for ch in "abcxz")
+    table = np.full((6, 256), U, np.int32)
+    table[0, a] = 1  # state 0 --a--> 1 --a--> 1 (accepts terminal set 0)
+    table[1, a] = 1
+    table[1, b] = D  # b ends the lexeme of 1 ...
+    table[2, b] = 3  # ... and starts one at node 1's start state 2
+    table[1, c] = 4  # state 4 accepts a lazy terminal (set 1)
+    table[1, z] = 5  # state 5: accid / lazyf not set
+    table[3, x] = D  # 3 accepts nothing: x is refused
+    accid = np.array([D, 0, D, D, 1, U], np.int32)
+    lazyf = np.array([0, 0, 0, 0, 1, U], np.int32)
+    trans = np.array([[1, 2], [1, U], [U, U]], np.int32)  # node x accepting set -> node
+    nstart = np.array([0, 2, 0], np.int32)
+    out = np.zeros(16, np.int32)
+
+    def run(data: bytes, ls: int = 0, node: int = 0) -> tuple[int, ...]:
+        return tuple(int(v) for v in _kernels.token_moves(table, accid, lazyf, trans, nstart,
+                                                          data, ls, node, out))
+
+    assert run(b"aaa") == (1, 0, 0, 0, 0)  # inside one lexeme
+    assert run(b"") == (0, 0, 0, 0, 0)
+    assert run(b"aab") == (3, 1, 0, 1, 1) and out[0] == 0  # a lexeme of set 0 ends
+    assert run(b"aab", node=1) == (3, 1, 0, 0, 1)  # it leaves the node alone: not pushed
+    assert run(b"ac") == (0, 2, 1, 1, 1) and out[0] == 1  # the lazy one ends at once
+    for data, ls, node in ((b"aabx", 0, 0),  # refused
+                           (b"ac", 0, 1),  # trans UNKNOWN
+                           (b"x", 0, 0),  # table UNKNOWN
+                           (b"az", 0, 0),  # accid / lazyf of the state reached unknown
+                           (b"a", 6, 0), (b"a", -1, 0), (b"a", 0, 3), (b"a", 0, -1)):  # bounds
+        assert run(data, ls, node)[0] == -1, (data, ls, node)
+    accid[1] = U
+    assert run(b"ab")[0] == -1  # accid of the lexeme's state unknown
 
 
 def _guide(name: str, rnd: random.Random, steps: int) -> list[int]:
@@ -338,7 +374,7 @@ def test_fast_path_with_jit_disabled() -> None:
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parents[2] / "src"), env.get("PYTHONPATH", "")])
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
-         "-k", "fast_path_is_taken or text_tokens or kernel_refuses"],
+         "-k", "fast_path_is_taken or text_tokens or kernel_follows"],
         env=env, capture_output=True, text=True, timeout=300,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
