@@ -13,6 +13,7 @@ state unchanged and keeps a readable reason in ``.error``.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,7 +40,7 @@ class Matcher:
 
     __slots__ = ("cc", "_ls", "_node", "_start", "_p", "_lag", "_rows", "_hist", "_eos",
                  "error", "_out_len", "_hint", "_vsize", "_info", "_token_steps",
-                 "_token_moves", "_scratch")
+                 "_token_moves", "_scratch", "_tokens")
 
     def __init__(self, cc: CompiledConstraint) -> None:
         self.cc = cc
@@ -59,7 +60,8 @@ class Matcher:
         self._info = _token_info(cc)
         self._token_steps = cc.steps.token_steps
         self._token_moves = cc.steps.token_moves
-        self._scratch: NDArray[np.int32] | None = None  # the kernel's lexemes (this matcher's)
+        self._scratch: NDArray[np.int32] = _NO_SCRATCH  # the kernel's lexemes (this matcher's)
+        self._tokens = cc.vocabulary.tokens
 
     # ---- state ----------------------------------------------------------------------------
     @property
@@ -100,7 +102,7 @@ class Matcher:
         m._hist = list(self._hist)
         m._eos, m.error, m._out_len, m._hint = self._eos, self.error, self._out_len, self._hint
         m._vsize, m._info, m._token_steps = self._vsize, self._info, self._token_steps
-        m._token_moves, m._scratch = self._token_moves, None
+        m._token_moves, m._scratch, m._tokens = self._token_moves, _NO_SCRATCH, self._tokens
         return m
 
     def is_accepting(self) -> bool:
@@ -279,17 +281,23 @@ class Matcher:
         this state, from the filled tables (``_kernels.token_moves`` under the lock: no
         entry is half written then), kept in ``token_steps`` (inside one lexeme) or
         ``token_moves``; None when the per-byte path must decide."""
+        global _token_moves
+        if _token_moves is None:
+            _token_moves = (_walk._kernels or _walk.kernels()).token_moves
         cc = self.cc
-        kern = _walk._kernels or _walk.kernels()
-        data = cc.vocabulary.tokens[token]
+        data = self._tokens[token]
         out = self._scratch
-        if out is None or out.shape[0] < 2 * len(data):
+        if len(out) < 2 * len(data):
             out = self._scratch = np.empty(max(64, 2 * len(data)), np.int32)
         node = self._node
-        with cc.lock:
+        lock = cc.lock
+        lock.acquire()
+        try:
             st = cc.steps
-            s, c, start, k, ended = kern.token_moves(st.dfa.table, st.accid, st.lazyf, st.trans,
-                                                     st.nstart, data, self._ls, node, out)
+            s, c, start, k, ended = _token_moves(st.dfa.table, st.accid, st.lazyf, st.trans,
+                                                 st.nstart, data, self._ls, node, out)
+        finally:
+            lock.release()
         if s < 0:
             return None
         if not ended:
@@ -451,6 +459,8 @@ class Matcher:
 
 
 _U32 = np.dtype(np.uint32)
+_NO_SCRATCH: NDArray[np.int32] = np.empty(0, np.int32)  # never written: shorter than any use
+_token_moves: Callable[..., tuple[int, int, int, int, int]] | None = None  # the kernel, at first use
 
 # consume's fast path: per (vocabulary, vocabulary index), what ``Matcher._info_of`` says
 # of each token id, found at the token's first use (None until then)
