@@ -1,10 +1,12 @@
 """Matcher: the decoding state of one output under a compiled constraint.
 
 State: the lexer state inside the current lexeme, the parser node (an interned class of
-Earley states), whether the current lexeme is still empty, and an Earley parser kept in
-step with the node (only pushed when the node changes). Per consumed token a history
-entry allows ``rollback``; ``copy`` shares nothing mutable (the parser copy is one list
-copy of its row stack).
+Earley states), whether the current lexeme is still empty, and an Earley parser of the
+node's class (pushed when the node changes, and only once a parser is needed: the
+lexemes wait in ``_lag``). Per consumed token a history entry allows ``rollback``;
+``copy`` shares nothing mutable (the parser copy is one list copy of its row stack).
+``consume`` has a fast path for tokens whose move the tables already know (see the
+engine README, "consume's fast path").
 
 Decode-time methods never raise on bad input: ``consume`` returns False, leaves the
 state unchanged and keeps a readable reason in ``.error``.
