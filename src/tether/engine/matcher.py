@@ -14,6 +14,7 @@ state unchanged and keeps a readable reason in ``.error``.
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,9 @@ from tether.tokens.bitmask import check_mask
 
 if TYPE_CHECKING:
     from tether.engine.compiled import CompiledConstraint
+    from tether.engine.slices import VocabIndex
     from tether.engine.walk import Walk
+    from tether.tokens.vocabulary import Vocabulary
 
 
 class Matcher:
@@ -218,7 +221,13 @@ class Matcher:
         keeps its answer; anything it cannot decide (an entry to fill, a refusal) takes
         the per-byte path, which decides, fills and explains."""
         try:
-            if type(token) is int and not self._eos and 0 <= token < self._vsize:
+            if type(token) is not int:
+                t = token_id(token)
+                if t is None:
+                    self.error = f"token must be an integer id; got {_describe(token)}"
+                    return False
+                token = t
+            if not self._eos and 0 <= token < self._vsize:
                 info = self._info[token]
                 if info is None:
                     info = self._info_of(token)
@@ -246,12 +255,6 @@ class Matcher:
                     if move is not None:
                         self._move(ls0, move, info)
                         return True
-            if type(token) is not int:
-                t = token_id(token)
-                if t is None:
-                    self.error = f"token must be an integer id; got {_describe(token)}"
-                    return False
-                token = t
             if token.bit_length() > 62:  # no vocabulary is this large; keep messages printable
                 self.error = (f"token {_show_int(token)} is out of range (vocabulary size "
                               f"{self.cc.vocabulary.size})")
@@ -465,20 +468,22 @@ _NO_SCRATCH: NDArray[np.int32] = np.empty(0, np.int32)  # never written: shorter
 _token_moves: Callable[..., tuple[int, int, int, int, int]] | None = None  # the kernel, at first use
 
 # consume's fast path: per (vocabulary, vocabulary index), what ``Matcher._info_of`` says
-# of each token id, found at the token's first use (None until then)
-_INFO: OrderedDict[tuple[int, int], tuple[object, object, list[int | None]]] = OrderedDict()
+# of each token id, found at the token's first use (None until then). An entry holds its
+# vocabulary (a few at most) but not the index (a weak reference: the index cache of
+# ``slices`` decides how long an index lives); a dead or other index is a miss.
+_INFO: OrderedDict[tuple[int, int], tuple[weakref.ref[VocabIndex], Vocabulary,
+                                          list[int | None]]] = OrderedDict()
 _INFO_LIMIT = 8
 
 
 def _token_info(cc: CompiledConstraint) -> list[int | None]:
-    """The token list shared by the matchers of ``cc``'s vocabulary and index (kept with
-    both, so their ids stay theirs)."""
+    """The token list shared by the matchers of ``cc``'s vocabulary and index."""
     vocab, vindex = cc.vocabulary, cc.vindex
     key = (id(vocab), id(vindex))
     hit = _INFO.get(key)
-    if hit is None:
+    if hit is None or hit[0]() is not vindex or hit[1] is not vocab:
         info: list[int | None] = [None] * vocab.size
-        hit = _INFO[key] = (vocab, vindex, info)
+        hit = _INFO[key] = (weakref.ref(vindex), vocab, info)
         while len(_INFO) > _INFO_LIMIT:
             _INFO.popitem(last=False)
     return hit[2]

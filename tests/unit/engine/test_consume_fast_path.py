@@ -378,3 +378,18 @@ def test_fast_path_with_jit_disabled() -> None:
         env=env, capture_output=True, text=True, timeout=300,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_token_kinds_are_per_vocabulary() -> None:
+    """Two vocabularies of the same tokens, one with an extra EOS id: the fast path's
+    per-token view (EOS or not) is each one's own."""
+    other = Vocabulary.from_bytes(TOKENS, eos_ids=[0, 5], special_ids=[SPECIAL])
+    g = Grammar.from_regex(r"[\x04a]+")
+    for vocab, first_ok in ((VOCAB, True), (other, False)):
+        m = CompiledConstraint(g, vocab).matcher()
+        m.compute_mask(np.zeros(m.cc.n_words, np.uint32))
+        assert m.consume(5) is first_ok, m.error
+        if not first_ok:
+            assert m.error is not None and m.error.startswith("EOS token 5 at byte 0")
+        assert m.consume(TOKENS.index(b"a")) and m.consume(5)
+        assert m._eos is not first_ok
