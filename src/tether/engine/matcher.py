@@ -305,13 +305,14 @@ class Matcher:
             lock.release()
         if s < 0:
             return None
+        s = int(s)  # a Python int (plain Python kernels, JIT off, give numpy scalars)
         if not ended:
             steps = self._token_steps
             if len(steps) >= TOKEN_STEPS_LIMIT:
                 steps.clear()
             steps[key] = s
             return s, node, False, ()
-        move = (int(s), int(c), start == 1, tuple(out[:k].tolist()) if k else ())
+        move = (s, int(c), start == 1, tuple(out[:k].tolist()) if k else ())
         moves = self._token_moves
         if len(moves) >= TOKEN_MOVES_LIMIT:
             moves.clear()

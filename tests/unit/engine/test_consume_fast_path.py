@@ -374,7 +374,7 @@ def test_fast_path_with_jit_disabled() -> None:
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parents[2] / "src"), env.get("PYTHONPATH", "")])
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
-         "-k", "fast_path_is_taken or text_tokens or kernel_follows"],
+         "-k", "fast_path_is_taken or text_tokens or kernel_follows or python_ints"],
         env=env, capture_output=True, text=True, timeout=300,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
@@ -393,3 +393,18 @@ def test_token_kinds_are_per_vocabulary() -> None:
             assert m.error is not None and m.error.startswith("EOS token 5 at byte 0")
         assert m.consume(TOKENS.index(b"a")) and m.consume(5)
         assert m._eos is not first_ok
+
+
+def test_states_stay_python_ints() -> None:
+    """The fast path's states are Python ints (numpy scalars would overflow in the cache
+    keys, ``ls * vocabulary size + token``), also with the JIT off (see below)."""
+    cc = CompiledConstraint(GRAMMARS["json"], VOCAB)
+    m = cc.matcher()
+    for t in (b'{"', b'name', b'":', b'"', b'abc', b'abc', b'"}'):
+        _mask(m)
+        assert m.consume(TOKENS.index(t)), m.error
+        assert all(type(v) is int for v in (m._ls, m._node, m._rows))
+    assert all(type(k) is int and type(v) is int for k, v in cc.steps.token_steps.items())
+    assert cc.steps.token_steps or cc.steps.token_moves
+    for (k, node), (ls, c, start, pushed) in cc.steps.token_moves.items():
+        assert all(type(v) is int for v in (k, node, ls, c, *pushed)) and type(start) is bool
