@@ -24,6 +24,7 @@ def warmup() -> None:
         fill_rows,
         nonzero_words,
         scatter_words,
+        token_moves,
         walk_lexemes,
         write_stored,
     )
@@ -36,6 +37,7 @@ def warmup() -> None:
     rest = (np.zeros(2, i32), np.zeros(2, i32), np.zeros(1, np.uint32), 1, 2)
     walk_lexemes(*trie, t, one, None, t, one, *rest)  # no lazy terminals
     walk_lexemes(*trie, t, one, one, t, one, *rest)  # lazy terminals
+    token_moves(t, one, one, t, one, b"", 0, 0, one)  # Matcher.consume's fast path
     nonzero_words(np.zeros(1, np.uint32), np.zeros(1, i32), np.zeros(1, np.uint32))
     fill_rows(np.zeros((1, 1), np.uint32), np.zeros((1, 5), np.int64), 0, 0)
     write_stored(np.zeros(1, np.uint32), 0, 0, 0, 0)

@@ -93,6 +93,81 @@ def walk_lexemes(byte, depth, token, end, dup_next, table, accid, lazyf, trans, 
     return -1
 
 
+@nb.njit(cache=True)
+def token_moves(table, accid, lazyf, trans, nstart, data, ls, node, out):  # type: ignore[no-untyped-def]
+    """Follow the bytes ``data`` from lexer state ``ls`` and parser node ``node`` by the
+    rules of ``StepTables.step_detail`` over filled entries only: inside a lexeme follow
+    ``table``; where a byte kills the lexeme, scan it (``accid`` -> ``trans``) and start
+    the next at ``nstart``; a state accepting a lazy terminal (``lazyf == 1``) ends its
+    lexeme at once. The lexemes that change the node (those ``Matcher`` pushes on its
+    parser) go to ``out`` (as long as twice ``data``), in order.
+
+    Returns ``(ls, node, at lexeme start, lexemes in out, any lexeme ended)``, or ``ls``
+    = -1 as soon as anything is not known yet (an UNKNOWN entry, ``accid`` / ``lazyf``
+    not set for a state reached, a state or node outside the arrays) or a byte is
+    refused: then the per-byte path decides (it fills and explains); -1 decides nothing.
+
+    ``Matcher.consume``'s fast path, called under the constraint's lock (no entry is half
+    written then). Holds the GIL: a call is shorter than its release would be."""
+    n_states = table.shape[0]
+    n_acc = min(accid.shape[0], lazyf.shape[0])
+    n_nodes = min(trans.shape[0], nstart.shape[0])
+    n_cols = trans.shape[1]
+    k = 0
+    ended = 0
+    start = 0
+    for i in range(len(data)):
+        b = data[i]
+        if ls < 0 or ls >= n_states or node < 0 or node >= n_nodes:
+            return -1, node, 0, 0, 0
+        s = table[ls, b]
+        c = node
+        if s < 0:  # the lexeme ends before b (DEAD), or UNKNOWN
+            if s != DEAD or ls >= n_acc:
+                return -1, node, 0, 0, 0
+            a = accid[ls]
+            if a < 0 or a >= n_cols:
+                return -1, node, 0, 0, 0
+            c = trans[node, a]
+            if c < 0 or c >= n_nodes:
+                return -1, node, 0, 0, 0
+            s0 = nstart[c]
+            if s0 < 0 or s0 >= n_states:
+                return -1, node, 0, 0, 0
+            s = table[s0, b]
+            if s < 0:
+                return -1, node, 0, 0, 0
+            if c != node:
+                out[k] = a
+                k += 1
+            ended = 1
+        if s >= n_acc or accid[s] == UNKNOWN:
+            return -1, node, 0, 0, 0
+        z = lazyf[s]
+        start = 0
+        if z != 0:
+            if z != 1:
+                return -1, node, 0, 0, 0
+            a = accid[s]  # a lazy terminal ends its lexeme right after b
+            if a < 0 or a >= n_cols:
+                return -1, node, 0, 0, 0
+            c2 = trans[c, a]
+            if c2 < 0 or c2 >= n_nodes:
+                return -1, node, 0, 0, 0
+            s = nstart[c2]
+            if s < 0 or s >= n_states or s >= n_acc or accid[s] == UNKNOWN or lazyf[s] == UNKNOWN:
+                return -1, node, 0, 0, 0
+            if c2 != c:
+                out[k] = a
+                k += 1
+            c = c2
+            ended = 1
+            start = 1
+        ls = s
+        node = c
+    return ls, node, start, k, ended
+
+
 @nb.njit(cache=True, nogil=True)
 def nonzero_words(mask, idx, words):  # type: ignore[no-untyped-def]
     """Write the indices and values of the non-zero words of ``mask`` into ``idx`` and

@@ -1,10 +1,12 @@
 """Matcher: the decoding state of one output under a compiled constraint.
 
 State: the lexer state inside the current lexeme, the parser node (an interned class of
-Earley states), whether the current lexeme is still empty, and an Earley parser kept in
-step with the node (only pushed when the node changes). Per consumed token a history
-entry allows ``rollback``; ``copy`` shares nothing mutable (the parser copy is one list
-copy of its row stack).
+Earley states), whether the current lexeme is still empty, and an Earley parser of the
+node's class (pushed when the node changes, and only once a parser is needed: the
+lexemes wait in ``_lag``). Per consumed token a history entry allows ``rollback``;
+``copy`` shares nothing mutable (the parser copy is one list copy of its row stack).
+``consume`` has a fast path for tokens whose move the tables already know (see the
+engine README, "consume's fast path").
 
 Decode-time methods never raise on bad input: ``consume`` returns False, leaves the
 state unchanged and keeps a readable reason in ``.error``.
@@ -12,19 +14,25 @@ state unchanged and keeps a readable reason in ``.error``.
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from tether.engine import completion
-from tether.engine.tables import DEAD
+from tether.engine import walk as _walk
+from tether.engine.tables import DEAD, TOKEN_MOVES_LIMIT, TOKEN_STEPS_LIMIT
 from tether.errors import ConstraintError, TetherError, limited
 from tether.tokens.bitmask import check_mask
 
 if TYPE_CHECKING:
     from tether.engine.compiled import CompiledConstraint
+    from tether.engine.slices import VocabIndex
     from tether.engine.walk import Walk
+    from tether.tokens.vocabulary import Vocabulary
 
 
 class Matcher:
@@ -35,36 +43,71 @@ class Matcher:
         n_tokens: tokens consumed so far.
     """
 
-    __slots__ = ("cc", "_ls", "_node", "_start", "_parser", "_hist", "_eos", "error",
-                 "_out_len", "_hint")
+    __slots__ = ("cc", "_ls", "_node", "_start", "_p", "_lag", "_rows", "_hist", "_eos",
+                 "error", "_out_len", "_hint", "_vsize", "_info", "_token_steps",
+                 "_token_moves", "_scratch", "_tokens")
 
     def __init__(self, cc: CompiledConstraint) -> None:
         self.cc = cc
         self._node = cc.root_node
         self._ls = int(cc.steps.nstart[self._node])
         self._start = True
-        self._parser: Any = cc.new_parser()
+        self._p: Any = cc.new_parser()
+        self._lag: list[int] = []  # lexemes scanned, not yet pushed on _p (see _parser)
+        self._rows: int = self._p.n_rows  # rows of _p once _lag is pushed
         self._hist: list[tuple[int, int, bool, int, bool, int]] = []
         self._eos = False
         self.error: str | None = None
         self._out_len = 0
         self._hint: tuple[int, int] | None = None
+        # consume's fast path (read-only, shared): see ``consume``
+        self._vsize = cc.vocabulary.size
+        self._info = _token_info(cc)
+        self._token_steps = cc.steps.token_steps
+        self._token_moves = cc.steps.token_moves
+        self._scratch: NDArray[np.int32] = _NO_SCRATCH  # the kernel's lexemes (this matcher's)
+        self._tokens = cc.vocabulary.tokens
 
     # ---- state ----------------------------------------------------------------------------
     @property
     def n_tokens(self) -> int:
         return len(self._hist)
 
+    @property
+    def _parser(self) -> Any:
+        """The Earley parser at this state (a member of the node's class)."""
+        return self._parser_at_node()
+
     def _parser_at_node(self) -> Any:
-        return self._parser
+        """``_parser``, after pushing the lexemes the moves left pending: a move only
+        records the lexemes that change the node (``_lag``); the parser is needed only
+        where a parser transition is not in the tables yet, or by the lookahead, so a
+        decode through known entries pushes nothing (the pushes are the same, later)."""
+        lag = self._lag
+        if lag:
+            st = self.cc.steps
+            done = 0
+            try:
+                with self.cc.lock:
+                    for a in lag:
+                        ok = st.push_lexeme(self._p, a)
+                        assert ok, "parser refused a lexeme the step tables accepted"
+                        done += 1
+            finally:
+                del lag[:done]
+        return self._p
 
     def copy(self) -> Matcher:
         """An independent matcher in the same state. Cost: O(tokens + parser rows) list copies."""
         m = Matcher.__new__(Matcher)
         m.cc, m._ls, m._node, m._start = self.cc, self._ls, self._node, self._start
-        m._parser = self._parser.copy()
+        m._p = self._p.copy()
+        m._lag = list(self._lag)
+        m._rows = self._rows
         m._hist = list(self._hist)
         m._eos, m.error, m._out_len, m._hint = self._eos, self.error, self._out_len, self._hint
+        m._vsize, m._info, m._token_steps = self._vsize, self._info, self._token_steps
+        m._token_moves, m._scratch, m._tokens = self._token_moves, _NO_SCRATCH, self._tokens
         return m
 
     def is_accepting(self) -> bool:
@@ -140,9 +183,9 @@ class Matcher:
             return False
         node = self._node
         for a, n2, _ in pushes:
-            if n2 != node:
-                ok = st.push_lexeme(self._parser, a)
-                assert ok, "parser refused a lexeme the step tables accepted"
+            if n2 != node:  # pushed when the parser is needed (_parser_at_node)
+                self._lag.append(a)
+                self._rows += 1
                 node = n2
         self._node = c
         self._ls = s
@@ -150,18 +193,33 @@ class Matcher:
         return True
 
     def _save(self) -> tuple[int, int, bool, int, bool, int]:
-        return (self._ls, self._node, self._start, self._parser.n_rows, self._eos, self._out_len)
+        return (self._ls, self._node, self._start, self._rows, self._eos, self._out_len)
 
     def _restore(self, h: tuple[int, int, bool, int, bool, int]) -> None:
         self._ls, self._node, self._start, rows, self._eos, self._out_len = h
         self._hint = None
-        if self._parser.n_rows > rows:
-            self._parser.truncate(rows)
+        done = self._p.n_rows
+        if rows >= done:
+            del self._lag[rows - done:]
+        else:
+            self._p.truncate(rows)
+            self._lag.clear()
+        self._rows = rows
 
     def consume(self, token: int) -> bool:
         """Advance by one token. Returns False (state unchanged, reason in ``.error``) if
         the token is not allowed here, or is not a token id (a Python or numpy integer;
-        ``bool``, floats and the rest are refused). Never raises."""
+        ``bool``, floats and the rest are refused). Never raises.
+
+        Fast path: an ordinary token (not EOS, special or empty) whose bytes lead from
+        the state through filled table entries moves exactly as the per-byte path would,
+        in one step. Inside one lexeme (the common case: text in a string) the result
+        depends on the lexer state alone and comes from the constraint's ``token_steps``;
+        across lexemes it comes from ``token_moves`` (by lexer state and node); both are
+        read without the lock (verified entries, pure functions of filled table entries,
+        which never change). A miss runs the ``token_moves`` kernel under the lock and
+        keeps its answer; anything it cannot decide (an entry to fill, a refusal) takes
+        the per-byte path, which decides, fills and explains."""
         try:
             if type(token) is not int:
                 t = token_id(token)
@@ -169,6 +227,34 @@ class Matcher:
                     self.error = f"token must be an integer id; got {_describe(token)}"
                     return False
                 token = t
+            if not self._eos and 0 <= token < self._vsize:
+                info = self._info[token]
+                if info is None:
+                    info = self._info_of(token)
+                if info:
+                    ls0 = self._ls
+                    key = ls0 * self._vsize + token
+                    s = self._token_steps.get(key)
+                    if s is not None:  # inside the lexeme: the lexer state alone moves
+                        start0 = self._start
+                        out_len = self._out_len
+                        self._hist.append((ls0, self._node, start0, self._rows, False, out_len))
+                        if info > 0:
+                            self._hint = None
+                            self._out_len = out_len + info
+                        else:  # a text token inside one lexeme: see _consume
+                            self._hint = None if start0 else (ls0, -info)
+                            self._out_len = out_len - info
+                        self._ls = s
+                        self._start = False
+                        self.error = None
+                        return True
+                    move = self._token_moves.get((key, self._node))
+                    if move is None:
+                        move = self._moves_of(token, key)
+                    if move is not None:
+                        self._move(ls0, move, info)
+                        return True
             if token.bit_length() > 62:  # no vocabulary is this large; keep messages printable
                 self.error = (f"token {_show_int(token)} is out of range (vocabulary size "
                               f"{self.cc.vocabulary.size})")
@@ -181,6 +267,72 @@ class Matcher:
         except Exception as e:  # noqa: BLE001 -- decode time never raises
             self.error = f"internal error on token {limited(token, 40)}: {type(e).__name__}: {e}"
             return False
+
+    def _info_of(self, token: int) -> int:
+        """The fast path's view of an in-range ``token`` (kept in the shared list): 0 for
+        EOS, special and empty tokens (the checked path's), else its length in bytes,
+        negated for a text token (``VocabIndex.is_text_token``: ``_consume``'s hint)."""
+        vocab = self.cc.vocabulary
+        data = vocab.tokens[token]
+        if token in vocab.eos_ids or not data or token in vocab.special_ids:
+            info = 0
+        else:
+            info = -len(data) if self.cc.vindex.is_text_token(token) else len(data)
+        self._info[token] = info
+        return info
+
+    def _moves_of(self, token: int, key: int) -> tuple[int, int, bool, tuple[int, ...]] | None:
+        """``(lexer state, node, at lexeme start, lexemes to push)`` after ``token`` from
+        this state, from the filled tables (``_kernels.token_moves`` under the lock: no
+        entry is half written then), kept in ``token_steps`` (inside one lexeme) or
+        ``token_moves``; None when the per-byte path must decide."""
+        global _token_moves
+        if _token_moves is None:
+            _token_moves = (_walk._kernels or _walk.kernels()).token_moves
+        cc = self.cc
+        data = self._tokens[token]
+        out = self._scratch
+        if len(out) < 2 * len(data):
+            out = self._scratch = np.empty(max(64, 2 * len(data)), np.int32)
+        node = self._node
+        lock = cc.lock
+        lock.acquire()
+        try:
+            st = cc.steps
+            s, c, start, k, ended = _token_moves(st.dfa.table, st.accid, st.lazyf, st.trans,
+                                                 st.nstart, data, self._ls, node, out)
+        finally:
+            lock.release()
+        if s < 0:
+            return None
+        s = int(s)  # a Python int (plain Python kernels, JIT off, give numpy scalars)
+        if not ended:
+            steps = self._token_steps
+            if len(steps) >= TOKEN_STEPS_LIMIT:
+                steps.clear()
+            steps[key] = s
+            return s, node, False, ()
+        move = (s, int(c), start == 1, tuple(out[:k].tolist()) if k else ())
+        moves = self._token_moves
+        if len(moves) >= TOKEN_MOVES_LIMIT:
+            moves.clear()
+        moves[key, node] = move
+        return move
+
+    def _move(self, ls0: int, move: tuple[int, int, bool, tuple[int, ...]], info: int) -> None:
+        """Apply a fast-path move (see ``consume``) of a token of ``info``."""
+        s, c, start, pushed = move
+        node0, start0, out_len = self._node, self._start, self._out_len
+        self._hist.append((ls0, node0, start0, self._rows, False, out_len))
+        if pushed:
+            self._lag.extend(pushed)
+            self._rows += len(pushed)
+        n = info if info > 0 else -info
+        # a text token inside one lexeme: see _consume
+        self._hint = (ls0, n) if info < 0 and c == node0 and not start0 and not start else None
+        self._ls, self._node, self._start = s, c, start
+        self._out_len = out_len + n
+        self.error = None
 
     def _consume(self, token: int) -> bool:
         cc = self.cc
@@ -313,6 +465,29 @@ class Matcher:
 
 
 _U32 = np.dtype(np.uint32)
+_NO_SCRATCH: NDArray[np.int32] = np.empty(0, np.int32)  # never written: shorter than any use
+_token_moves: Callable[..., tuple[int, int, int, int, int]] | None = None  # the kernel, at first use
+
+# consume's fast path: per (vocabulary, vocabulary index), what ``Matcher._info_of`` says
+# of each token id, found at the token's first use (None until then). An entry holds its
+# vocabulary (a few at most) but not the index (a weak reference: the index cache of
+# ``slices`` decides how long an index lives); a dead or other index is a miss.
+_INFO: OrderedDict[tuple[int, int], tuple[weakref.ref[VocabIndex], Vocabulary,
+                                          list[int | None]]] = OrderedDict()
+_INFO_LIMIT = 8
+
+
+def _token_info(cc: CompiledConstraint) -> list[int | None]:
+    """The token list shared by the matchers of ``cc``'s vocabulary and index."""
+    vocab, vindex = cc.vocabulary, cc.vindex
+    key = (id(vocab), id(vindex))
+    hit = _INFO.get(key)
+    if hit is None or hit[0]() is not vindex or hit[1] is not vocab:
+        info: list[int | None] = [None] * vocab.size
+        hit = _INFO[key] = (weakref.ref(vindex), vocab, info)
+        while len(_INFO) > _INFO_LIMIT:
+            _INFO.popitem(last=False)
+    return hit[2]
 
 
 def token_id(value: object) -> int | None:

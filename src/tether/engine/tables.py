@@ -36,6 +36,8 @@ UNKNOWN = -2
 _SHALLOW_ROWS = 64  # nodes with at most this many parser rows keep their parser
 _CHECKPOINT = 512  # deeper ones keep it every this many rows (else rebuilt, see parser_at)
 _RECENT = 32  # rebuilt parsers kept, most recent first
+TOKEN_STEPS_LIMIT = 1 << 16  # entries of StepTables.token_steps (about 100 bytes each)
+TOKEN_MOVES_LIMIT = 1 << 15  # entries of StepTables.token_moves (about 250 bytes each)
 
 ParserFactory = Callable[[], Any]
 
@@ -82,6 +84,15 @@ class StepTables:
         self._start_cache: dict[frozenset[int], int] = {}
         self._acc_upto = 0  # lexer states below this have accid / lazyf set
         self.node_depth: dict[Any, int] = {}  # regex node -> text containment depth
+        # ``Matcher.consume``'s fast path. token_steps: ``ls * vocabulary size + token``
+        # -> the lexer state reached when the token's bytes stay inside the lexeme begun
+        # at ``ls`` (no lexeme ends: the node plays no part); token_moves: that key and a
+        # node -> (lexer state, node, at lexeme start, the lexemes that changed the node)
+        # for the other tokens. Only verified entries go in, and an entry is a pure
+        # function of filled table entries (which never change), so readers need no
+        # lock: one dict lookup is atomic. Each is emptied at its limit.
+        self.token_steps: dict[int, int] = {}
+        self.token_moves: dict[tuple[int, int], tuple[int, int, bool, tuple[int, ...]]] = {}
 
     # ---- lexer side -------------------------------------------------------------------
     @property
