@@ -15,7 +15,7 @@ import warnings
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from regex_strategies import patterns
 
@@ -58,6 +58,47 @@ def deep_nesting(draw: st.DrawFn) -> str:
     return opener * depth + draw(st.sampled_from(["a", "$", "", "\\b"])) + closer * depth
 
 
+# Python's ``re`` backtracks: on groups quantified inside quantified groups its time grows
+# exponentially with their depth (``(?:a|`` x 10 ``a`` ``)*`` x 10 takes 24 s on "aaa"; 8
+# levels 0.2 s). Deeper patterns are still compiled and bounded here; only the oracle is
+# not asked.
+_ORACLE_DEPTH = 6
+
+
+def _quantified_depth(pattern: str) -> int:
+    """The deepest nesting of groups that a quantifier follows (escapes and classes
+    skipped; an approximation of the text, enough to keep the oracle fast)."""
+    opened: list[int] = []  # offsets of the open groups
+    closed: list[tuple[int, int]] = []  # (open offset, close offset) of quantified groups
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            opened.append(i)
+        elif c == ")" and opened:
+            start = opened.pop()
+            if i + 1 < n and pattern[i + 1] in "*+?{":
+                closed.append((start, i))
+        i += 1
+    best = 0
+    stack: list[int] = []  # close offsets of the enclosing quantified groups
+    for start, end in sorted(closed):
+        while stack and stack[-1] < start:
+            stack.pop()
+        stack.append(end)
+        best = max(best, len(stack))
+    return best
+
+
 def _outcome(pattern: str, flavor: str) -> str:
     """Compile ``pattern`` under SMALL; return the outcome class (raises on a defect)."""
     start = time.perf_counter()
@@ -80,7 +121,7 @@ def _outcome(pattern: str, flavor: str) -> str:
                 oracle = re.compile(pattern)
             except (re.error, OverflowError, RecursionError, ValueError):
                 oracle = None
-        if oracle is not None:
+        if oracle is not None and _quantified_depth(pattern) <= _ORACLE_DEPTH:
             for t in TEXTS:
                 assert matches(full, t) == (oracle.fullmatch(t) is not None), (pattern, t, "fullmatch")
                 assert matches(found, t) == (oracle.search(t) is not None), (pattern, t, "search")
@@ -126,6 +167,7 @@ def test_huge_counts_compile_or_raise_a_tether_error(pattern: str) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(deep_nesting())
+@example("(?:a|" * 16 + ")*" * 16)  # tether compiles it; Python's re would take hours on it
 def test_deep_nesting_compiles_or_raises_a_tether_error(pattern: str) -> None:
     _check(pattern)
 
