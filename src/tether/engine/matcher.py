@@ -360,15 +360,19 @@ class Matcher:
             return False
         h = self._save()
         ls0, node0, start0 = self._ls, self._node, self._start
-        for i, b in enumerate(data):
-            if not self._step(b):
-                allowed = _show_bytes(self.allowed_bytes())
-                self._restore(h)
-                self.error = (
-                    f"token {token} {data!r} rejected at its byte {i} ({bytes([b])!r}), output "
-                    f"byte {self._out_len + i}; allowed there: {allowed}"
-                )
-                return False
+        try:
+            for i, b in enumerate(data):
+                if not self._step(b):
+                    allowed = _show_bytes(self.allowed_bytes())
+                    self._restore(h)
+                    self.error = (
+                        f"token {token} {data!r} rejected at its byte {i} ({bytes([b])!r}), output "
+                        f"byte {self._out_len + i}; allowed there: {allowed}"
+                    )
+                    return False
+        except BaseException:  # a limit reached inside the token: nothing of it is kept
+            self._restore(h)
+            raise
         # a text token inside one lexeme: the slice containment of the new lexer state is
         # at least the old one minus its length (see slices.containment_depth)
         self._hint = ((ls0, len(data)) if self._node == node0 and not start0 and not
@@ -391,15 +395,19 @@ class Matcher:
                 return False
             h = self._save()
             with self.cc.lock:
-                for i, b in enumerate(data):
-                    if not self._step(b):
-                        allowed = _show_bytes(self.allowed_bytes())
-                        self._restore(h)
-                        self.error = (
-                            f"byte {i} of {bytes(data[:i + 1])[-20:]!r} rejected at output byte "
-                            f"{self._out_len + i}; allowed there: {allowed}"
-                        )
-                        return False
+                try:
+                    for i, b in enumerate(data):
+                        if not self._step(b):
+                            allowed = _show_bytes(self.allowed_bytes())
+                            self._restore(h)
+                            self.error = (
+                                f"byte {i} of {bytes(data[:i + 1])[-20:]!r} rejected at output byte "
+                                f"{self._out_len + i}; allowed there: {allowed}"
+                            )
+                            return False
+                except BaseException:  # a limit reached inside the bytes: nothing is kept
+                    self._restore(h)
+                    raise
             self._out_len += len(data)
             self._hist.append(h)
             self.error = None

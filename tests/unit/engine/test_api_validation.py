@@ -274,3 +274,30 @@ def test_vocabulary_token_bytes_and_decode_check_ids(vocab) -> None:
             vocab.token_bytes(bad)
         with pytest.raises(VocabularyError):
             vocab.decode([2, bad])
+
+
+@pytest.mark.parametrize("how", ["consume", "consume_bytes"])
+def test_a_limit_reached_inside_a_token_keeps_nothing_of_it(vocab, how, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # a limit may be reached at any byte of a token (a new DFA row, an Earley push): the
+    # matcher reports it and stays where it was, as for a refused token
+    m = compile(list_grammar(), vocab).matcher()
+    token = next(t for t in range(vocab.size) if len(vocab.tokens[t]) >= 2 and m.copy().consume(t))
+    data = vocab.tokens[token]
+    before = (m._save(), m.n_tokens, m.allowed_bytes())
+    real = type(m)._step
+    calls = []
+
+    def failing_step(self, b):  # type: ignore[no-untyped-def]
+        calls.append(b)
+        if len(calls) == 2:
+            raise LimitError("max_earley_items", 2, 1, "test")
+        return real(self, b)
+
+    monkeypatch.setattr(type(m), "_step", failing_step)
+    m._info = [0] * vocab.size  # every token takes the per-byte path (no fast-path move)
+    ok = m.consume(token) if how == "consume" else m.consume_bytes(data)
+    assert not ok and "max_earley_items" in (m.error or "")
+    assert len(calls) == 2  # the first byte was stepped, then the limit
+    monkeypatch.undo()
+    assert (m._save(), m.n_tokens, m.allowed_bytes()) == before
+    assert m.consume(token)
