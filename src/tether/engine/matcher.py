@@ -360,19 +360,14 @@ class Matcher:
             return False
         h = self._save()
         ls0, node0, start0 = self._ls, self._node, self._start
-        try:
-            for i, b in enumerate(data):
-                if not self._step(b):
-                    allowed = _show_bytes(self.allowed_bytes())
-                    self._restore(h)
-                    self.error = (
-                        f"token {token} {data!r} rejected at its byte {i} ({bytes([b])!r}), output "
-                        f"byte {self._out_len + i}; allowed there: {allowed}"
-                    )
-                    return False
-        except BaseException:  # a limit reached inside the token: nothing of it is kept
-            self._restore(h)
-            raise
+        refused = self._step_all(data, h)
+        if refused is not None:
+            i, allowed = refused
+            self.error = (
+                f"token {token} {data!r} rejected at its byte {i} ({bytes([data[i]])!r}), output "
+                f"byte {self._out_len + i}; allowed there: {allowed}"
+            )
+            return False
         # a text token inside one lexeme: the slice containment of the new lexer state is
         # at least the old one minus its length (see slices.containment_depth)
         self._hint = ((ls0, len(data)) if self._node == node0 and not start0 and not
@@ -381,6 +376,21 @@ class Matcher:
         self._hist.append(h)
         self.error = None
         return True
+
+    def _step_all(self, data: bytes | bytearray | memoryview,
+                  h: tuple[int, int, bool, int, bool, int]) -> tuple[int, str] | None:
+        """Step every byte of ``data``. On a refused byte: back to ``h``, and (its index,
+        the bytes allowed there); on an exception (a limit reached): back to ``h``, raised."""
+        try:
+            for i, b in enumerate(data):
+                if not self._step(b):
+                    allowed = _show_bytes(self.allowed_bytes())
+                    self._restore(h)
+                    return i, allowed
+        except BaseException:  # nothing of a token or of raw bytes is kept half-consumed
+            self._restore(h)
+            raise
+        return None
 
     def consume_bytes(self, data: bytes) -> bool:
         """Advance by raw bytes (counted as one history entry for ``rollback``).
@@ -395,19 +405,14 @@ class Matcher:
                 return False
             h = self._save()
             with self.cc.lock:
-                try:
-                    for i, b in enumerate(data):
-                        if not self._step(b):
-                            allowed = _show_bytes(self.allowed_bytes())
-                            self._restore(h)
-                            self.error = (
-                                f"byte {i} of {bytes(data[:i + 1])[-20:]!r} rejected at output byte "
-                                f"{self._out_len + i}; allowed there: {allowed}"
-                            )
-                            return False
-                except BaseException:  # a limit reached inside the bytes: nothing is kept
-                    self._restore(h)
-                    raise
+                refused = self._step_all(data, h)
+                if refused is not None:
+                    i, allowed = refused
+                    self.error = (
+                        f"byte {i} of {bytes(data[:i + 1])[-20:]!r} rejected at output byte "
+                        f"{self._out_len + i}; allowed there: {allowed}"
+                    )
+                    return False
             self._out_len += len(data)
             self._hist.append(h)
             self.error = None
