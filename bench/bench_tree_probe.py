@@ -8,12 +8,20 @@ Each run loads one tree's harness adapter (``TREE/bench/peers_tether.py``, which
   compile + first mask per schema (the CPU part of TTFM, less noisy than wall time);
   prints the p50 and the sum; ``--profile FILE`` writes a cProfile of those calls;
 * ``mask``: the harness's own ``run_task`` over 6 schemas per category (forced tokens of
-  one valid instance each); prints the per-token mask p50.
+  one valid instance each); prints the per-token mask p50;
+* ``whole``: ``run_task`` over all 300 dev schemas (one valid instance each): the whole
+  workload as the issue counts it, compile + every mask and consume of the schemas compiled
+  and accepted; prints wall and process CPU seconds, the mask p50 / p99 / mean, consume
+  p50 and the slowest schemas. ``--only a,b`` keeps the schemas whose id contains one of
+  the words; ``--digest`` hashes every mask (an equality check between trees; adds time
+  to the loops, so compare timings without it). The harness's full ``gc.collect()``
+  before each task is left out (it is not timed and takes most of the run's wall time).
 
 Usage (the peers venv, as for bench_masks.py):
 
     $PEERS_VENV/bin/python bench/bench_tree_probe.py compile /path/to/tree [--json OUT] [--profile OUT]
     $PEERS_VENV/bin/python bench/bench_tree_probe.py mask /path/to/tree
+    $PEERS_VENV/bin/python bench/bench_tree_probe.py whole /path/to/tree [--only WORDS] [--digest]
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
 import json
 import statistics
 import sys
@@ -32,10 +41,12 @@ HARNESS_DIR = Path(__file__).resolve().parents[2] / "shared" / "tools" / "peers_
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["compile", "mask"])
+    ap.add_argument("what", choices=["compile", "mask", "whole"])
     ap.add_argument("tree", help="a checkout of tether (its bench/peers_tether.py is loaded)")
     ap.add_argument("--json", help="compile: write the per-schema times here")
     ap.add_argument("--profile", help="compile: write a cProfile of compile + first mask here")
+    ap.add_argument("--only", help="whole: schemas whose id contains one of these comma-separated words")
+    ap.add_argument("--digest", action="store_true", help="whole: hash every mask (slower loops)")
     args = ap.parse_args()
     tree = str(Path(args.tree).resolve())
     sys.path.insert(0, str(HARNESS_DIR))
@@ -48,8 +59,10 @@ def main() -> int:
     if not tether.__file__ or not tether.__file__.startswith(tree):
         print(f"tether imported from {tether.__file__}, not from {tree}", file=sys.stderr)
         return 2
-    vocab = pb.Vocab(need_tokenizer=args.what == "mask")
+    vocab = pb.Vocab(need_tokenizer=args.what in ("mask", "whole"))
     adapter = pb.ADAPTERS["tether"](vocab)
+    if args.what == "whole":
+        return whole(pb, adapter, vocab, tree, args.only, args.digest)
     if args.what == "mask":
         tasks = pb.schema_tasks(vocab, pb.sample_schemas(6, 0), 1, 2000)
         times: list[float] = []
@@ -85,6 +98,52 @@ def main() -> int:
         Path(args.json).write_text(json.dumps(cpu_ms))
     if profile:
         profile.dump_stats(args.profile)
+    return 0
+
+
+def whole(pb, adapter, vocab, tree: str, only: str | None, digest: bool) -> int:  # noqa: ANN001 -- the harness module and its objects
+    """The ``whole`` mode (see the module docstring)."""
+    tasks = pb.schema_tasks(vocab, pb.sample_schemas(30, 0), 1, 2000)
+    if only:
+        tasks = [t for t in tasks if any(w in t["id"] for w in only.split(","))]
+    collect = gc.collect
+    gc.collect = lambda *_a: 0  # the harness's untimed full collection before each task
+    h = hashlib.sha256()
+    masks: list[float] = []
+    moves: list[float] = []
+    per: list[tuple[float, str]] = []
+    compile_ms = loop_ms = 0.0
+    c0, w0 = time.process_time(), time.perf_counter()
+    try:
+        for task in tasks:
+            if digest:
+                task["record_masks"] = True
+            r = pb.run_task(adapter, task, lambda _msg: None)
+            insts = r.get("instances") or []
+            if r.get("status") != "ok" or not insts or any(i["status"] != "accepted" for i in insts):
+                continue
+            loops = sum(i["loop_wall_ms"] for i in insts)
+            compile_ms += r["compile_ms"]
+            loop_ms += loops
+            per.append((r["compile_ms"] + loops, r["id"]))
+            for i in insts:
+                masks += i["mask_us"]
+                moves += i["advance_us"]
+                h.update("".join(i.get("mask_digests", [])).encode())
+    finally:
+        gc.collect = collect
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    masks.sort()
+    moves.sort()
+    print(f"{tree}: {len(per)} schemas compiled and accepted, {len(masks)} tokens; "
+          f"compile {compile_ms / 1000:.2f} s + loops {loop_ms / 1000:.2f} s = "
+          f"{(compile_ms + loop_ms) / 1000:.2f} s (whole run: wall {wall:.1f} s, CPU {cpu:.1f} s)")
+    print(f"  mask p50 {masks[len(masks) // 2]:.1f} us, p99 {masks[int(len(masks) * 0.99)]:.0f} us, "
+          f"mean {statistics.fmean(masks):.1f} us; consume p50 {moves[len(moves) // 2]:.2f} us")
+    if digest:
+        print(f"  mask digest {h.hexdigest()[:16]}")
+    for t, name in sorted(per, reverse=True)[:5]:
+        print(f"  {t:8.1f} ms  {name}")
     return 0
 
 
