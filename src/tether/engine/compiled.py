@@ -31,7 +31,7 @@ from tether.engine import walk as _walk
 from tether.engine.matcher import Matcher
 from tether.engine.slices import DEFAULT_BUCKETS, VocabIndex, vocab_index
 from tether.engine.tables import StepTables
-from tether.engine.walk import Walk, start_walk
+from tether.engine.walk import Stacks, Walk, new_stacks, start_walk
 from tether.errors import ConstraintError
 from tether.grammar.ir import Grammar
 from tether.limits import check_deadline, deadline
@@ -88,6 +88,7 @@ class CompiledConstraint:
         self._copy_words: Callable[..., int] = _no_kernel
         self._scatter_words: Callable[..., int] = _no_kernel
         self._depth_cache: dict[int, int] = {}
+        self._stacks: Stacks | None = None  # the single-row walk's (under ``lock``)
         self.stats = {"mask_hits": 0, "mask_misses": 0, "slow_steps": 0}
         self.lock = threading.RLock()
         self.completer: Completer | None = None  # lookahead costs, made at first use
@@ -125,7 +126,10 @@ class CompiledConstraint:
             with self.lock:
                 hit = self._masks.get(key)  # another thread may have stored it meanwhile
                 if hit is None:
-                    walk = self.start_mask(key, out, hint)
+                    stacks = self._stacks
+                    if stacks is None:
+                        stacks = self._stacks = new_stacks(self.vindex.trie.max_depth)
+                    walk = self.start_mask(key, out, hint, stacks)
                     walk.run()
                     self.finish_mask(key, walk, parser)
                     return
@@ -138,10 +142,10 @@ class CompiledConstraint:
     # the two halves of a mask not in the cache, around its walk (``compute_masks`` runs the
     # walks of a batch between them, on several threads)
     def start_mask(self, key: tuple[int, int, bool], out: NDArray[np.uint32],
-                   hint: tuple[int, int] | None = None) -> Walk:
+                   hint: tuple[int, int] | None = None, stacks: Stacks | None = None) -> Walk:
         """Begin the mask of ``key`` in ``out``: the slices taken whole are written, the
-        rest is the returned walk, not started. The caller holds ``lock`` from here to
-        ``finish_mask``."""
+        rest is the returned walk, not started (on ``stacks`` when given: a pair no other
+        walk uses meanwhile). The caller holds ``lock`` from here to ``finish_mask``."""
         self.stats["mask_misses"] += 1
         ls, node, _ = key
         if hint is not None and ls not in self._depth_cache:
@@ -149,7 +153,7 @@ class CompiledConstraint:
             if k0 is not None and k0 - hint[1] >= 16:
                 self._depth_cache[ls] = k0 - hint[1]
         return start_walk(self.vindex, self.steps, ls, node, out, slices=self.use_slices,
-                          depth_cache=self._depth_cache)
+                          depth_cache=self._depth_cache, stacks=stacks)
 
     def finish_mask(self, key: tuple[int, int, bool], walk: Walk,
                     parser: Callable[[], Any] | None = None) -> None:

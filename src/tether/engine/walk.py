@@ -65,6 +65,14 @@ def kernels() -> ModuleType:
     return _kernels
 
 
+Stacks = tuple[NDArray[np.int32], NDArray[np.int32]]
+
+
+def new_stacks(max_depth: int) -> Stacks:
+    """A walk's two stacks (lexer state, node by trie depth) for tries up to ``max_depth``."""
+    return np.empty(max_depth + 1, np.int32), np.empty(max_depth + 1, np.int32)
+
+
 class Walk:
     """One trie walk in progress: the kernel's stacks and where it stopped.
 
@@ -76,10 +84,12 @@ class Walk:
     __slots__ = ("trie", "hi", "dup_next", "steps", "lstack", "pstack", "mask", "p", "misses")
 
     def __init__(self, trie: TokenTrie, lo: int, hi: int, dup_next: NDArray[np.int32],
-                 steps: StepTables, ls: int, node: int, mask: NDArray[np.uint32]) -> None:
+                 steps: StepTables, ls: int, node: int, mask: NDArray[np.uint32],
+                 stacks: Stacks | None = None) -> None:
         self.trie, self.hi, self.dup_next, self.steps, self.mask = trie, hi, dup_next, steps, mask
-        self.lstack = np.empty(trie.max_depth + 1, np.int32)
-        self.pstack = np.empty(trie.max_depth + 1, np.int32)
+        if stacks is None or stacks[0].shape[0] <= trie.max_depth:
+            stacks = new_stacks(trie.max_depth)
+        self.lstack, self.pstack = stacks
         self.lstack[0], self.pstack[0] = ls, node
         self.p = lo  # the next trie node; -1 when done
         self.misses = 0  # table entries filled by Python
@@ -234,13 +244,14 @@ def _finite(n: Any) -> bool:
 
 def start_walk(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
                mask: NDArray[np.uint32], *, slices: bool = True,
-               depth_cache: dict[int, int] | None = None) -> Walk:
+               depth_cache: dict[int, int] | None = None, stacks: Stacks | None = None) -> Walk:
     """Set ``mask`` to what needs no walk (the slices taken whole, else nothing) and
-    return the walk of the rest, not started (``fill_mask`` runs it at once)."""
+    return the walk of the rest, not started (``fill_mask`` runs it at once). ``stacks``:
+    the walk's stacks, when the caller has a pair no other walk uses meanwhile (else new)."""
     if not slices:
         mask.fill(0)
         t = vindex.trie
-        return Walk(t, 1, t.n_nodes, vindex.dup_next, steps, ls, node, mask)
+        return Walk(t, 1, t.n_nodes, vindex.dup_next, steps, ls, node, mask, stacks)
     k = depth_cache.get(ls) if depth_cache is not None else None
     if k is None:
         k = lexeme_depth(steps, ls, vindex.max_slice_len, steps.node_depth)
@@ -251,7 +262,7 @@ def start_walk(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
         mask.fill(0)
     else:
         np.copyto(mask, union)
-    return Walk(trie, lo, hi, vindex.dup_next, steps, ls, node, mask)
+    return Walk(trie, lo, hi, vindex.dup_next, steps, ls, node, mask, stacks)
 
 
 def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
