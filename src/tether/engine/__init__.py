@@ -23,6 +23,8 @@ def warmup() -> None:
         copy_words,
         fill_rows,
         nonzero_words,
+        row_min,
+        row_targets,
         scatter_words,
         token_moves,
         walk_lexemes,
@@ -39,6 +41,9 @@ def warmup() -> None:
     walk_lexemes(*trie, t, one, one, t, one, *rest)  # lazy terminals
     token_moves(t, one, one, t, one, b"", 0, 0, one)  # Matcher.consume's fast path
     nonzero_words(np.zeros(1, np.uint32), np.zeros(1, i32), np.zeros(1, np.uint32))
+    cols = np.zeros(1, np.intp)
+    row_min(t, 0, cols)  # slices.containment_depth and walk.lexeme_depth
+    row_targets(t, 0, cols, cols, np.zeros(1, np.int64))
     fill_rows(np.zeros((1, 1), np.uint32), np.zeros((1, 5), np.int64), 0, 0)
     write_stored(np.zeros(1, np.uint32), 0, 0, 0, 0)
     u32 = np.zeros(1, np.uint32)

@@ -182,6 +182,42 @@ def nonzero_words(mask, idx, words):  # type: ignore[no-untyped-def]
     return k
 
 
+@nb.njit(cache=True, nogil=True)
+def row_min(table, state, cols):  # type: ignore[no-untyped-def]
+    """The least entry of row ``state`` of ``table`` over the columns ``cols``: UNKNOWN
+    if one is not filled, else DEAD if one is dead, else the least next state."""
+    m = table[state, cols[0]]
+    for i in range(1, cols.shape[0]):
+        v = table[state, cols[i]]
+        if v < m:
+            m = v
+    return m
+
+
+@nb.njit(cache=True, nogil=True)
+def row_targets(table, state, cols, nexts, out):  # type: ignore[no-untyped-def]
+    """``row_min`` of ``cols`` if it is UNKNOWN or DEAD; else the distinct values of
+    ``table[state, cols[i]] * 8 + nexts[i]`` (a next lexer state and a UTF-8 decoder
+    state, ``slices.containment_depth``'s pairs) written to ``out`` (as long as
+    ``cols``) in increasing order, and their number."""
+    m = row_min(table, state, cols)
+    if m < 0:
+        return m
+    k = 0
+    for i in range(cols.shape[0]):
+        key = np.int64(table[state, cols[i]]) * 8 + nexts[i]
+        j = k
+        while j > 0 and out[j - 1] > key:
+            j -= 1
+        if j > 0 and out[j - 1] == key:
+            continue
+        for q in range(k, j, -1):
+            out[q] = out[q - 1]
+        out[j] = key
+        k += 1
+    return k
+
+
 # ---- batch rows (compute_masks) ------------------------------------------------------------
 # How fill_rows writes one row of the batch.
 ROW_ZERO = 0  # nothing allowed (after EOS)

@@ -10,7 +10,7 @@ When the lexer sits in a state from which *every* string of text characters of u
 ``k`` bytes (whole characters, or a cut-off last character) keeps the lexeme alive —
 inside a JSON string body, say — every token of the slices no longer than ``k`` is
 allowed without a walk: the mask ORs the slice masks and walks only the rest (a few
-thousand tokens of Gemma's 262,144). ``containment_depth`` finds ``k`` by a breadth-
+thousand tokens of Gemma's 262,144). ``walk.containment_depth`` finds ``k`` by a breadth-
 first search over (lexer state, UTF-8 decoder state) pairs; it is cached per lexer
 state. The test is exact (no token is added that the walk would reject) because the
 checked set of strings contains every token of the slice. Buckets are fine-grained (one
@@ -40,6 +40,7 @@ INF = 1 << 30
 # UTF-8 decoder states: 0 = between characters; others = inside a character.
 # _UTF8[state] = (lo, hi, next) ranges of allowed bytes (RFC 3629, no surrogates).
 _B, _N1, _N2, _N3, _E0, _ED, _F0, _F4 = range(8)
+UTF8_BETWEEN = _B  # the decoder state between characters (``walk.containment_depth``'s start)
 _UTF8: list[list[tuple[int, int, int]]] = [
     [(0x20, 0x21, _B), (0x23, 0x5B, _B), (0x5D, 0x7E, _B), (0xC2, 0xDF, _N1), (0xE0, 0xE0, _E0),
      (0xE1, 0xEC, _N2), (0xED, 0xED, _ED), (0xEE, 0xEF, _N2), (0xF0, 0xF0, _F0),
@@ -52,12 +53,12 @@ _UTF8: list[list[tuple[int, int, int]]] = [
     [(0x90, 0xBF, _N2)],
     [(0x80, 0x8F, _N2)],
 ]
-# per decoder state: (bytes array, next-state array)
-_UTF8_MOVES: list[tuple[NDArray[np.intp], NDArray[np.intp]]] = []
+# per decoder state: (bytes array, next-state array); UTF8_NEED: those bytes as a 256-bit int
+UTF8_MOVES: list[tuple[NDArray[np.intp], NDArray[np.intp]]] = []
 for _ranges in _UTF8:
     _bs = np.concatenate([np.arange(lo, hi + 1) for lo, hi, _ in _ranges])
     _ns = np.concatenate([np.full(hi - lo + 1, nx) for lo, hi, nx in _ranges])
-    _UTF8_MOVES.append((_bs.astype(np.intp), _ns.astype(np.intp)))
+    UTF8_MOVES.append((_bs.astype(np.intp), _ns.astype(np.intp)))
 
 
 # the same decoder as a dense DFA table over bytes; _REJECT absorbs every wrong byte
@@ -68,7 +69,7 @@ for _st, _ranges in enumerate(_UTF8):
         _UTF8_TABLE[_st, _lo : _hi + 1] = _nx
 
 
-_NEED = [sum(1 << int(b) for b in bs) for bs, _ in _UTF8_MOVES]
+UTF8_NEED = [sum(1 << int(b) for b in bs) for bs, _ in UTF8_MOVES]
 ASCII_TEXT = np.asarray([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], np.intp)
 ASCII_TEXT_BYTES = sum(1 << int(b) for b in ASCII_TEXT)
 # the same alphabet as a regex: one text character (what ``_UTF8`` reads from state 0)
@@ -259,53 +260,3 @@ def vocab_index(vocab: Vocabulary, buckets: tuple[int, ...] = DEFAULT_BUCKETS) -
     else:
         _CACHE.move_to_end(key)
     return hit
-
-
-def containment_depth(table_of, fill_row, state: int, limit: int, ends=None,  # type: ignore[no-untyped-def]
-                      budget: int = 96) -> int:
-    """Largest ``k <= limit`` such that every text string of ``<= k`` bytes keeps the
-    lexer alive from ``state`` (``INF`` if no text string ever kills it).
-
-    ``table_of()`` returns the current lexer table (re-read: filling may reallocate);
-    ``fill_row(s)`` fills row ``s``; ``ends(s)`` (optional) is True for states where the
-    lexeme ends at once (lazy terminals), which count as leaving the lexeme.
-    Breadth-first over (lexer state, UTF-8 state); after ``budget`` pairs it stops and
-    returns the depth verified so far (a counted string, ``{0,N}``, has N levels).
-    """
-    # quick reject: an ASCII text byte that kills the lexeme (most states outside strings)
-    row = table_of()[state]
-    vals = row[ASCII_TEXT]
-    if (vals == -2).any():
-        fill_row(state, ASCII_TEXT_BYTES)
-        vals = table_of()[state][ASCII_TEXT]
-    if (vals < 0).any():
-        return 0
-    seen = {(state, _B)}
-    frontier = [(state, _B)]
-    depth = 0
-    while frontier:
-        if depth >= limit:
-            return limit
-        if len(seen) > budget:
-            return depth
-        nxt = []
-        for ls, us in frontier:
-            bs, ns = _UTF8_MOVES[us]
-            row = table_of()[ls]
-            vals = row[bs]
-            if (vals == -2).any():
-                fill_row(ls, _NEED[us])
-                vals = table_of()[ls][bs]
-            if vals.min() < 0:
-                return depth
-            keys = np.unique(vals.astype(np.int64) * 8 + ns)
-            if ends is not None and any(ends(int(v) >> 3) for v in keys):
-                return depth
-            for key in keys.tolist():
-                pair = (key >> 3, key & 7)
-                if pair not in seen:
-                    seen.add(pair)
-                    nxt.append(pair)
-        frontier = nxt
-        depth += 1
-    return INF

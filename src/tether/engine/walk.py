@@ -18,6 +18,7 @@ still on the kernel's stacks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -29,8 +30,10 @@ from tether.engine.slices import (
     ASCII_TEXT_BYTES,
     INF,
     TEXT_CHAR,
+    UTF8_BETWEEN,
+    UTF8_MOVES,
+    UTF8_NEED,
     VocabIndex,
-    containment_depth,
 )
 from tether.engine.tables import UNKNOWN, StepTables
 from tether.regex import is_subset
@@ -141,6 +144,62 @@ def walk_trie(trie: TokenTrie, lo: int, hi: int, dup_next: NDArray[np.int32],
     return Walk(trie, lo, hi, dup_next, steps, ls, node, mask).run()
 
 
+def containment_depth(table_of: Callable[[], NDArray[np.int32]],
+                      fill_row: Callable[[int, int], None], state: int, limit: int,
+                      ends: Callable[[int], bool] | None = None, budget: int = 96) -> int:
+    """Largest ``k <= limit`` such that every text string of ``<= k`` bytes keeps the
+    lexer alive from ``state`` (``INF`` if no text string ever kills it): the slices of
+    tokens no longer than ``k`` are then allowed whole (``VocabIndex.parts_to_walk``).
+
+    ``table_of()`` returns the current lexer table (re-read: filling may reallocate);
+    ``fill_row(s, need)`` fills the classes of row ``s`` meeting the 256-bit int ``need``;
+    ``ends(s)`` (optional) is True for states where the lexeme ends at once (lazy
+    terminals), which count as leaving the lexeme.
+    Breadth-first over (lexer state, UTF-8 state); after ``budget`` pairs it stops and
+    returns the depth verified so far (a counted string, ``{0,N}``, has N levels). A row's
+    entries over a decoder state's bytes are read by the kernels ``row_min`` /
+    ``row_targets`` (one call instead of a few numpy operations of a microsecond each).
+    """
+    k = _kernels or kernels()
+    row_min, row_targets = k.row_min, k.row_targets
+    # quick reject: an ASCII text byte that kills the lexeme (most states outside strings)
+    m = row_min(table_of(), state, ASCII_TEXT)
+    if m == UNKNOWN:
+        fill_row(state, ASCII_TEXT_BYTES)
+        m = row_min(table_of(), state, ASCII_TEXT)
+    if m < 0:
+        return 0
+    seen = {(state, UTF8_BETWEEN)}
+    frontier = [(state, UTF8_BETWEEN)]
+    out = np.empty(256, np.int64)
+    depth = 0
+    while frontier:
+        if depth >= limit:
+            return limit
+        if len(seen) > budget:
+            return depth
+        nxt = []
+        for ls, us in frontier:
+            bs, ns = UTF8_MOVES[us]
+            n = row_targets(table_of(), ls, bs, ns, out)
+            if n == UNKNOWN:
+                fill_row(ls, UTF8_NEED[us])
+                n = row_targets(table_of(), ls, bs, ns, out)
+            if n < 0:
+                return depth
+            keys = out[:n].tolist()
+            if ends is not None and any(ends(key >> 3) for key in keys):
+                return depth
+            for key in keys:
+                pair = (key >> 3, key & 7)
+                if pair not in seen:
+                    seen.add(pair)
+                    nxt.append(pair)
+        frontier = nxt
+        depth += 1
+    return INF
+
+
 def lexeme_depth(steps: StepTables, ls: int, limit: int, cache: dict[Any, int]) -> int:
     """A ``k`` such that every text string of at most ``k`` bytes keeps the lexeme of
     lexer state ``ls`` alive (``slices.containment_depth``'s question), found terminal by
@@ -156,11 +215,12 @@ def lexeme_depth(steps: StepTables, ls: int, limit: int, cache: dict[Any, int]) 
     if steps.lazy:
         return containment_depth(lambda: steps.table, steps.fill_row, ls, limit,
                                  steps.is_lazy_accept)
-    row = steps.table[ls]
-    if (row[ASCII_TEXT] == UNKNOWN).any():
+    row_min = (_kernels or kernels()).row_min
+    m = row_min(steps.table, ls, ASCII_TEXT)
+    if m == UNKNOWN:
         steps.fill_row(ls, ASCII_TEXT_BYTES)
-        row = steps.table[ls]
-    if (row[ASCII_TEXT] < 0).any():  # an ASCII text byte ends the lexeme: most states
+        m = row_min(steps.table, ls, ASCII_TEXT)
+    if m < 0:  # an ASCII text byte ends the lexeme: most states
         return 0
     best = 0
     for t, n in steps.dfa.pairs(ls):
