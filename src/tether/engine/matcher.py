@@ -229,8 +229,6 @@ class Matcher:
                 token = t
             if not self._eos and 0 <= token < self._vsize:
                 info = self._info[token]
-                if info is None:
-                    info = self._info_of(token)
                 if info:
                     ls0 = self._ls
                     key = ls0 * self._vsize + token
@@ -268,39 +266,48 @@ class Matcher:
             self.error = f"internal error on token {limited(token, 40)}: {type(e).__name__}: {e}"
             return False
 
-    def _info_of(self, token: int) -> int:
-        """The fast path's view of an in-range ``token`` (kept in the shared list): 0 for
-        EOS, special and empty tokens (the checked path's), else its length in bytes,
-        negated for a text token (``VocabIndex.is_text_token``: ``_consume``'s hint)."""
-        vocab = self.cc.vocabulary
-        data = vocab.tokens[token]
-        if token in vocab.eos_ids or not data or token in vocab.special_ids:
-            info = 0
-        else:
-            info = -len(data) if self.cc.vindex.is_text_token(token) else len(data)
-        self._info[token] = info
-        return info
-
     def _moves_of(self, token: int, key: int) -> tuple[int, int, bool, tuple[int, ...]] | None:
         """``(lexer state, node, at lexeme start, lexemes to push)`` after ``token`` from
         this state, from the filled tables (``_kernels.token_moves`` under the lock: no
         entry is half written then), kept in ``token_steps`` (inside one lexeme) or
-        ``token_moves``; None when the per-byte path must decide."""
+        ``token_moves``; None when the per-byte path must decide.
+
+        A short token (``_PY_MOVE_BYTES`` at most, most of them) is first followed in
+        Python, inside the lexeme only: each byte's entry must be a state (not DEAD or
+        UNKNOWN) whose ``lazyf`` is 0 (set after its ``accid``: both known, no lazy end) —
+        the kernel's rules for a token that ends no lexeme, with a few ``ndarray.item``
+        reads instead of a kernel call (about a microsecond of dispatch). Anything else
+        goes to the kernel."""
         global _token_moves
-        if _token_moves is None:
-            _token_moves = (_walk._kernels or _walk.kernels()).token_moves
         cc = self.cc
         data = self._tokens[token]
-        out = self._scratch
-        if len(out) < 2 * len(data):
-            out = self._scratch = np.empty(max(64, 2 * len(data)), np.int32)
         node = self._node
         lock = cc.lock
+        out = self._scratch
+        ended = 1
         lock.acquire()
         try:
             st = cc.steps
-            s, c, start, k, ended = _token_moves(st.dfa.table, st.accid, st.lazyf, st.trans,
-                                                 st.nstart, data, self._ls, node, out)
+            table = st.dfa.table
+            s = -1
+            if len(data) <= _PY_MOVE_BYTES:
+                lazyf = st.lazyf
+                n = lazyf.shape[0]
+                s = self._ls
+                for b in data:
+                    s = table.item(s, b)
+                    if s < 0 or s >= n or lazyf.item(s) != 0:
+                        s = -1
+                        break
+                else:
+                    ended = 0
+            if ended:
+                if _token_moves is None:
+                    _token_moves = (_walk._kernels or _walk.kernels()).token_moves
+                if len(out) < 2 * len(data):
+                    out = self._scratch = np.empty(max(64, 2 * len(data)), np.int32)
+                s, c, start, k, ended = _token_moves(table, st.accid, st.lazyf, st.trans,
+                                                     st.nstart, data, self._ls, node, out)
         finally:
             lock.release()
         if s < 0:
@@ -480,24 +487,33 @@ class Matcher:
 _U32 = np.dtype(np.uint32)
 _NO_SCRATCH: NDArray[np.int32] = np.empty(0, np.int32)  # never written: shorter than any use
 _token_moves: Callable[..., tuple[int, int, int, int, int]] | None = None  # the kernel, at first use
+_PY_MOVE_BYTES = 4  # tokens up to this long: followed in Python first (see _moves_of)
 
-# consume's fast path: per (vocabulary, vocabulary index), what ``Matcher._info_of`` says
-# of each token id, found at the token's first use (None until then). An entry holds its
-# vocabulary (a few at most) but not the index (a weak reference: the index cache of
-# ``slices`` decides how long an index lives); a dead or other index is a miss.
+# consume's fast path: per (vocabulary, vocabulary index), what it needs of each token id
+# (``_token_info``). An entry holds its vocabulary (a few at most) but not the index (a
+# weak reference: the index cache of ``slices`` decides how long an index lives); a dead
+# or other index is a miss.
 _INFO: OrderedDict[tuple[int, int], tuple[weakref.ref[VocabIndex], Vocabulary,
-                                          list[int | None]]] = OrderedDict()
+                                          list[int]]] = OrderedDict()
 _INFO_LIMIT = 8
 
 
-def _token_info(cc: CompiledConstraint) -> list[int | None]:
-    """The token list shared by the matchers of ``cc``'s vocabulary and index."""
+def _token_info(cc: CompiledConstraint) -> list[int]:
+    """Per token id, the fast path's view of it, shared by the matchers of ``cc``'s
+    vocabulary and index: 0 for EOS, special and empty tokens (the checked path's), else
+    its length in bytes, negated for a text token (``VocabIndex.is_text_token``:
+    ``_consume``'s hint). Made once per vocabulary and index, with numpy (a few ms for
+    262k tokens), so that no token pays for it at its first use."""
     vocab, vindex = cc.vocabulary, cc.vindex
     key = (id(vocab), id(vindex))
     hit = _INFO.get(key)
     if hit is None or hit[0]() is not vindex or hit[1] is not vocab:
-        info: list[int | None] = [None] * vocab.size
-        hit = _INFO[key] = (weakref.ref(vindex), vocab, info)
+        lens = vocab.token_lengths
+        info = np.where(vindex.text_ids, -lens, lens)
+        off = [*vocab.eos_ids, *vocab.special_ids]
+        if off:
+            info[np.asarray(off, np.int64)] = 0  # empty tokens already have 0
+        hit = _INFO[key] = (weakref.ref(vindex), vocab, info.tolist())
         while len(_INFO) > _INFO_LIMIT:
             _INFO.popitem(last=False)
     return hit[2]

@@ -200,6 +200,11 @@ class VocabIndex:
                        for k, (lo, hi, n) in enumerate(meta.tolist())]
         return True
 
+    @property
+    def text_ids(self) -> NDArray[np.bool_]:
+        """``bool[size]``: ``is_text_token`` of every token id (read only)."""
+        return self._text_ids
+
     def is_text_token(self, token: int) -> bool:
         """The token is whole text characters (a slice token not cut inside a character)."""
         return bool(self._text_ids[token])
