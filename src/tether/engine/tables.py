@@ -105,23 +105,27 @@ class StepTables:
         a = int(self.accid[state])
         if a != UNKNOWN:
             return a
-        acc = tuple(sorted(self.dfa.accepting(state)))
-        if not acc:
-            a = DEAD
-        else:
-            a = self._acc_ids.get(acc, -1)
-            if a < 0:
-                a = len(self.acc_sets)
-                self._acc_ids[acc] = a
-                self.acc_sets.append(acc)
-                if self.trans.shape[1] <= a:
-                    t = np.full((self.trans.shape[0], 2 * self.trans.shape[1]), UNKNOWN, np.int32)
-                    t[:, : self.trans.shape[1]] = self.trans
-                    self.trans = t
+        a, lazy = self._accid_new(state)
         self.accid[state] = a
-        lazy = a >= 0 and bool(self.lazy) and any(t in self.lazy for t in self.acc_sets[a])
-        self.lazyf[state] = 1 if lazy else 0
+        self.lazyf[state] = lazy
         return a
+
+    def _accid_new(self, state: int) -> tuple[int, int]:
+        """``(accid, lazyf)`` of ``state`` (a new terminal set gets the next id)."""
+        acc = self.dfa.accepting(state)  # terminals in increasing order
+        if not acc:
+            return DEAD, 0
+        a = self._acc_ids.get(acc, -1)
+        if a < 0:
+            a = len(self.acc_sets)
+            self._acc_ids[acc] = a
+            self.acc_sets.append(acc)
+            if self.trans.shape[1] <= a:
+                t = np.full((self.trans.shape[0], 2 * self.trans.shape[1]), UNKNOWN, np.int32)
+                t[:, : self.trans.shape[1]] = self.trans
+                self.trans = t
+        lazy = bool(self.lazy) and any(t in self.lazy for t in acc)
+        return a, 1 if lazy else 0
 
     def accid_of(self, state: int) -> int:
         return self._ensure_accid(state)
@@ -150,9 +154,22 @@ class StepTables:
         """``accid`` / ``lazyf`` of the lexer states created since the last call (the
         kernels read them for every state they reach: an unknown one is a miss)."""
         n = self.dfa.n_states
-        if self._acc_upto < n:
-            for st in range(self._acc_upto, n):
-                self._ensure_accid(st)
+        lo = self._acc_upto
+        if lo < n:
+            if self.accid.shape[0] < n:
+                self.sync(n)
+            known = self.accid[lo:n].tolist()
+            accid, lazyf = [], []
+            for st in range(lo, n):
+                a = known[st - lo]
+                if a == UNKNOWN:
+                    a, z = self._accid_new(st)
+                else:
+                    z = int(self.lazyf[st])
+                accid.append(a)
+                lazyf.append(z)
+            self.accid[lo:n] = accid  # one store each, after every id is known
+            self.lazyf[lo:n] = lazyf
             self._acc_upto = n
 
     def start_state(self, allowed: frozenset[int]) -> int:
