@@ -218,7 +218,7 @@ class VocabIndex:
         j = 0
         while j < len(self.slices) and self.slice_tops[j] <= depth_ok:
             j += 1
-        if j == 0:
+        if j == 0 or depth_ok <= self._full_upto:
             return self.trie, 1, self.trie.n_nodes, None
         return self.parts, 1, self._parts_stop[j], self.union[j - 1]
 
@@ -247,6 +247,34 @@ class VocabIndex:
                                self.vocab.fingerprint)
         # _parts_stop[j]: end of rest + slices[j:] (slices[j] is tries[len - j])
         self._parts_stop = [stops[len(self.slices) - j] for j in range(len(self.slices) + 1)]
+        self._full_upto = self._full_walk_limit(tries)
+
+    def _full_walk_limit(self, tries: list[TokenTrie]) -> int:
+        """The largest ``k`` up to which walking the full trie is the shorter walk.
+
+        With ``k`` small, the slices taken whole are few and short, and the parts left
+        repeat every short prefix once per bucket: the walk of a state that keeps every
+        text string of ``k`` bytes alive and kills at byte ``k + 1`` visits the nodes of
+        depth ``<= k + 1`` of the tries walked. For Gemma 3 that is 227k nodes of the
+        parts against 148k of the full trie at ``k = 4``; the parts win from ``k = 6``.
+        Both walks give the same mask; this picks the one with fewer such nodes."""
+        top = max(t.max_depth for t in (self.trie, *tries)) + 2
+        full = np.cumsum(np.bincount(self.trie.depth[1:], minlength=top))
+        walked = np.zeros(top, np.int64)  # rest + slices[j:], by depth
+        per_j = []
+        for t in tries:  # rest, slices[-1], ..., slices[0]
+            walked = walked + np.bincount(t.depth[1:], minlength=top)
+            per_j.append(np.cumsum(walked))
+        per_j.reverse()  # per_j[j]: the parts walked when slices[:j] are taken whole
+        upto = 0
+        for k in range(1, top - 1):
+            j = 0
+            while j < len(self.slices) and self.slice_tops[j] <= k:
+                j += 1
+            if full[k + 1] > per_j[j][k + 1]:
+                break
+            upto = k
+        return upto
 
 
 _CACHE: OrderedDict[tuple[str, tuple[int, ...]], VocabIndex] = OrderedDict()
