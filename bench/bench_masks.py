@@ -14,8 +14,10 @@ and ``tether_any`` with ``property_order="any"``, which no peer offers (larger g
 
 This script prints, per engine: schemas compiled, TTFM p50/p90, per-token mask
 p50/p99/max, worker memory (RSS after init and peak over the run), then the bars
-(tether's per-token p50 and p99 <= 2x llguidance's, TTFM p50 <= 3x) and tether's
-slowest 10 schemas.
+(tether's per-token p50 and p99 <= 2x llguidance's, TTFM p50 <= 3x), the parity figures
+on the schemas tether and llguidance both compile and accept (mask p50 / p99, TTFM p50,
+step mean, whole workload, consume p50, compile sum; tether / llguidance) with the
+slowest 10 of them, and tether's slowest 10 schemas.
 
 Usage (needs the peers venv: ``bash ../shared/tools/peers_bench/setup_peers_venv.sh
 $PEERS_VENV`` plus ``$PEERS_VENV/bin/pip install numba``):
@@ -121,6 +123,7 @@ def report(raw: dict) -> str:
             r = t[key] / g[key]
             lines.append(f"- {name}: {eng} {t[key]:.2f} vs llguidance {g[key]:.2f} -> "
                          f"{r:.2f}x (bar <= {bar}x: {'PASS' if r <= bar else 'FAIL'})")
+    lines += parity(raw)
     er = raw["engines"].get("tether")
     if er:
         rs = [r for r in er.get("results", []) if not r["id"].startswith(("regex:", "cfg:"))]
@@ -144,6 +147,60 @@ def report(raw: dict) -> str:
                          f"first mask {r['first_mask_us'] / 1000:.1f}  tokens {len(ms)}  "
                          f"mask p50 {f(pct(ms, 50))} µs  max {f(max(ms) if ms else None, 0)} µs")
     return "\n".join(lines)
+
+
+def _good(er: dict) -> dict[str, dict]:
+    """Schemas compiled with every instance accepted, by id."""
+    return {r["id"]: r for r in er.get("results", [])
+            if not r["id"].startswith(("regex:", "cfg:")) and r.get("status") == "ok"
+            and r.get("instances") and all(i["status"] == "accepted" for i in r["instances"])}
+
+
+def _figures(rs: list[dict]) -> dict[str, float | None]:
+    masks = [x for r in rs for i in r["instances"] for x in i["mask_us"]]
+    steps = [m + a for r in rs for i in r["instances"]
+             for m, a in zip(i["mask_us"], i["advance_us"], strict=False)]
+    moves = [x for r in rs for i in r["instances"] for x in i["advance_us"]]
+    whole = sum(r["compile_ms"] + sum(i["loop_wall_ms"] for i in r["instances"]) for r in rs)
+    return {"mask p50 µs": pct(masks, 50), "mask p99 µs": pct(masks, 99),
+            "TTFM p50 ms": pct([r["ttfm_ms"] for r in rs], 50),
+            "step mean µs": sum(steps) / len(steps) if steps else None,
+            "whole workload s": whole / 1000,
+            "consume p50 µs": pct(moves, 50),
+            "compile sum s": sum(r["compile_ms"] for r in rs) / 1000}
+
+
+def parity(raw: dict) -> list[str]:
+    """Issue 16's figures: on the schemas tether and llguidance both compile and accept,
+    tether / llguidance for mask p50 and p99, TTFM p50, the step (mask + consume) mean and
+    the whole workload (compile + every step's loop, wall), each engine's own timings."""
+    eng = raw["engines"]
+    if "tether" not in eng or "llguidance" not in eng:
+        return []
+    t, g = _good(eng["tether"]), _good(eng["llguidance"])
+    common = sorted(set(t) & set(g))
+    if not common:
+        return []
+    ft, fg = _figures([t[k] for k in common]), _figures([g[k] for k in common])
+    lines = ["", f"parity (issue 16): the {len(common)} schemas both tether and llguidance "
+             "compile and accept", "| figure | tether | llguidance | tether / llguidance |",
+             "|---|---:|---:|---:|"]
+    for name, x in ft.items():
+        y = fg[name]
+        ratio = f"{x / y:.2f}" if x is not None and y else "-"
+        lines.append(f"| {name} | {f(x, 2)} | {f(y, 2)} | {ratio} |")
+
+    def total(r: dict) -> float:
+        return r["compile_ms"] + sum(i["loop_wall_ms"] for i in r["instances"])
+
+    lines.append("")
+    lines.append("slowest 10 of those for tether (compile + loop, ms; llguidance beside):")
+    for k in sorted(common, key=lambda k: total(t[k]), reverse=True)[:10]:
+        ms = [x for i in t[k]["instances"] for x in i["mask_us"]]
+        lines.append(f"  {k}: tether {total(t[k]):.1f} (compile {t[k]['compile_ms']:.1f}, "
+                     f"{len(ms)} tokens, mask max {max(ms) / 1000:.1f} ms)  "
+                     f"llguidance {total(g[k]):.1f}")
+    return lines
 
 
 def main() -> None:
