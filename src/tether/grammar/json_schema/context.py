@@ -148,6 +148,43 @@ def type_set(t: Any, pointer: str) -> set[str]:
     return out
 
 
+def _key_text(k: Any) -> str | None:
+    """The text ``json.dumps`` writes for a dict key (None where it raises TypeError)."""
+    if isinstance(k, str):
+        return k
+    if k is True or k is False or k is None:
+        return "true" if k is True else "false" if k is False else "null"
+    if isinstance(k, int):
+        return int.__repr__(k)
+    if isinstance(k, float):
+        return _float_text(k)
+    return None
+
+
+def _float_text(x: float) -> str:
+    if x != x:
+        return "NaN"
+    if x in (math.inf, -math.inf):
+        return "Infinity" if x > 0 else "-Infinity"
+    return float.__repr__(x)
+
+
+def _scalar_structure(v: Any, table: dict[tuple[Any, ...], int] | None) -> Any:
+    """A value naming the JSON text of the scalar ``v`` (None: not JSON); with ``table``,
+    interned there as a number (a whole document that is one scalar)."""
+    if isinstance(v, str):
+        out: tuple[Any, ...] = ("s", str.__str__(v))
+    elif v is None or v is True or v is False:
+        out = ("c", v)
+    elif isinstance(v, int):
+        out = ("i", int.__repr__(v))
+    elif isinstance(v, float):
+        out = ("f", _float_text(v))
+    else:
+        return None
+    return out if table is None else table.setdefault(out, len(table))
+
+
 class Context:
     """What one compile shares: options, the grammar, memo, reference index, bookkeeping."""
 
@@ -182,7 +219,11 @@ class Context:
         self.number_bounds = number_bounds
         self.draft: Draft = draft or detect_draft(schema)
         self.g = Grammar(start="root")
-        self.terms: dict[Any, str] = {}
+        self.terms: dict[Any, T] = {}  # (kind, text) of a lexeme spec -> its terminal
+        # memos of ``term`` for the lexemes every object and array asks for again
+        self.key_terms: dict[tuple[int, bool, str], T] = {}
+        self.punct_terms: dict[tuple[str, int, bool], T] = {}
+        self.extra_terms: dict[tuple[int, bool, Any], T] = {}  # object_keywords.extra_key_term
         self.memo: dict[Any, str | None] = {}
         self.warned: set[str] = set()
         self.index: dict[str, Any] = {}
@@ -195,8 +236,10 @@ class Context:
         self.one_of_warned: set[str] = set()
         self.member_validators: dict[tuple[int, frozenset[str]], Any] = {}
         self._n = 0
-        self._shapes: dict[tuple[str | None, str], int] = {}
+        self._shapes: dict[tuple[str | None, Any], int] = {}
         self._shape_of_id: dict[int, int] = {}
+        self._structures: dict[tuple[Any, ...], int] = {}  # see ``_structure``
+        self._structure_of_id: dict[int, int] = {}
         self.checked: set[int] = set()  # ids of schema objects whose shape was checked
         self.path: list[str] = []  # pointers of the nodes being compiled, outermost first
 
@@ -234,17 +277,40 @@ class Context:
     def term(self, spec: Spec, hint: str = "t") -> T:
         kind, value = spec[0], spec[1]
         key = (kind, value)
-        name = self.terms.get(key)
-        if name is None:
+        ref = self.terms.get(key)
+        if ref is None:
             name = f"{hint}{len(self.terms)}"
-            self.terms[key] = name
+            ref = self.terms[key] = T(name)
             if kind == "lit":
                 self.g.add_terminal(Terminal(name, literal=value))
             elif kind == "rx":
                 self.g.add_terminal(Terminal(name, regex=value, node=spec_node(spec)))
             else:
                 self.g.add_terminal(Terminal(name, expr=value, node=spec_node(spec)))
-        return T(name)
+        return ref
+
+    def key_literal_term(self, depth: int, first: bool, key: str) -> T:
+        """``term(layout.key_literal(depth, first, key), "key")``, memoized for the compile
+        (objects repeat names)."""
+        k = (depth, first, key)
+        t = self.key_terms.get(k)
+        if t is None:
+            t = self.key_terms[k] = self.term(self.layout.key_literal(depth, first, key), "key")
+        return t
+
+    def punct_term(self, kind: Literal["close_object", "array_sep", "close_array"], depth: int,
+                   first: bool) -> T:
+        """``term`` of the layout's ``close_object``/``array_sep``/``close_array`` lexeme,
+        memoized for the compile."""
+        k = (kind, depth, first)
+        t = self.punct_terms.get(k)
+        if t is None:
+            lay = self.layout
+            spec = (lay.close_object(depth, first) if kind == "close_object"
+                    else lay.array_sep(depth, first) if kind == "array_sep"
+                    else lay.close_array(depth, first))
+            t = self.punct_terms[k] = self.term(spec)
+        return t
 
     def shape(self, s: dict[Any, Any]) -> int:
         """The id of the first schema object equal to ``s`` (same JSON text, key order
@@ -257,14 +323,58 @@ class Context:
         i = id(s)
         shape = self._shape_of_id.get(i)
         if shape is None:
-            try:
-                # key order kept: it is the schema property order; a schema the compiler
-                # made (not indexed: no base URI of its own) is known by identity only
-                text = json.dumps(s) if i in self.base_of else f"#id:{i}"
-            except (TypeError, ValueError):  # not plain JSON: identity only
-                text = f"#id:{i}"
-            shape = self._shape_of_id[i] = self._shapes.setdefault((self.base_of.get(i), text), i)
+            # key order kept: it is the schema property order; a schema the compiler
+            # made (not indexed: no base URI of its own) is known by identity only, and
+            # so is one that is not plain JSON
+            text = self._structure(s) if i in self.base_of else None
+            key = (self.base_of.get(i), ("#id", i) if text is None else text)
+            shape = self._shape_of_id[i] = self._shapes.setdefault(key, i)
         return shape
+
+    def _structure(self, value: Any) -> int | None:
+        """A number naming the JSON text of ``value`` (``json.dumps(value)``, key order
+        included): equal numbers, equal texts; None for what ``json.dumps`` refuses (a
+        cycle, a value that is not JSON).
+
+        Each array and object is named once, from its items' names (iterative: any depth),
+        so naming every subschema of a document costs its size once, where writing each
+        one's text would cost its size again at every level it is nested in.
+        """
+        memo = self._structure_of_id
+        found = memo.get(id(value))
+        if found is not None or not isinstance(value, (dict, list, tuple)):
+            return found if found is not None else _scalar_structure(value, self._structures)
+        on_path: set[int] = set()
+        stack: list[tuple[Any, bool]] = [(value, False)]
+        while stack:
+            v, children_done = stack.pop()
+            i = id(v)
+            if not children_done:
+                if i in memo:
+                    continue
+                if i in on_path:
+                    return None  # a cycle (json.dumps: ValueError)
+                on_path.add(i)
+                stack.append((v, True))
+                items = v.values() if isinstance(v, dict) else v
+                stack.extend((x, False) for x in items if isinstance(x, (dict, list, tuple)))
+                continue
+            on_path.discard(i)
+            parts: list[Any] = ["o" if isinstance(v, dict) else "a"]
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    key = _key_text(k)
+                    if key is None:
+                        return None
+                    parts.append(key)
+                    parts.append(memo[id(x)] if isinstance(x, (dict, list, tuple)) else _scalar_structure(x, None))
+            else:
+                parts += [memo[id(x)] if isinstance(x, (dict, list, tuple)) else _scalar_structure(x, None)
+                          for x in v]
+            if None in parts:
+                return None
+            memo[i] = self._structures.setdefault(tuple(parts), len(self._structures))
+        return memo[id(value)]
 
     def synthetic(self, schema: dict[Any, Any], pointer: str) -> dict[Any, Any]:
         """A schema object made by the compiler (kept alive: members are keyed by id)."""

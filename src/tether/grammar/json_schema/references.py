@@ -9,6 +9,7 @@ a property or an item.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
@@ -19,8 +20,10 @@ from tether.grammar.json_schema.context import DEFAULT_BASE, Context, Member, pt
 from tether.limits import check_deadline
 
 
+@functools.lru_cache(maxsize=4096)
 def join_uri(base: str, ref: str) -> str:
-    """Resolve ``ref`` against ``base`` (RFC 3986; also for non-hierarchical URNs)."""
+    """Resolve ``ref`` against ``base`` (RFC 3986; also for non-hierarchical URNs).
+    Memoized: a document names the same definitions in many ``$ref``s."""
     if ref.startswith("#"):
         return urldefrag(base)[0] + ref
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", ref):
@@ -128,6 +131,10 @@ def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Membe
     return node, c.ptr_of.get(id(node), target)
 
 
+# keywords ``flatten`` expands (or reports)
+_EXPANDS = frozenset(("$ref", "allOf", "$dynamicRef", "$recursiveRef"))
+
+
 def flatten(c: Context, members: list[Member]) -> list[Member] | None:
     """Add ``$ref`` targets and ``allOf`` branches; None if some member is ``false``.
 
@@ -135,6 +142,13 @@ def flatten(c: Context, members: list[Member]) -> list[Member] | None:
     ``allOf`` cycle that never reaches a property or an item) it is an error: such a
     schema asks a validator to loop forever.
     """
+    if len(members) == 1 and c.max_expansion >= 1:
+        # the common case, one schema object with nothing to expand: itself
+        s = members[0][0]
+        if s is True:
+            return []
+        if isinstance(s, dict) and not _EXPANDS.intersection(s):
+            return [members[0]]
     out: list[Member] = []
     seen: set[int] = set()
     on_path: set[int] = set()  # members whose $ref/allOf expansion is under way
