@@ -169,20 +169,20 @@ def _float_text(x: float) -> str:
     return float.__repr__(x)
 
 
-def _scalar_structure(v: Any, table: dict[tuple[Any, ...], int] | None) -> Any:
-    """A value naming the JSON text of the scalar ``v`` (None: not JSON); with ``table``,
-    interned there as a number (a whole document that is one scalar)."""
+def _scalar_structure(v: Any) -> Any:
+    """A value naming the JSON text of the scalar ``v`` (None: not JSON): a string names
+    itself, other scalars are tagged (``True`` is not ``1``, nor ``1`` ``1.0``)."""
+    if type(v) is str:
+        return v
     if isinstance(v, str):
-        out: tuple[Any, ...] = ("s", str.__str__(v))
-    elif v is None or v is True or v is False:
-        out = ("c", v)
-    elif isinstance(v, int):
-        out = ("i", int.__repr__(v))
-    elif isinstance(v, float):
-        out = ("f", _float_text(v))
-    else:
-        return None
-    return out if table is None else table.setdefault(out, len(table))
+        return str.__str__(v)
+    if v is None or v is True or v is False:
+        return ("c", v)
+    if isinstance(v, int):
+        return ("i", int.__repr__(v))
+    if isinstance(v, float):
+        return ("f", _float_text(v))
+    return None
 
 
 class Context:
@@ -331,50 +331,46 @@ class Context:
             shape = self._shape_of_id[i] = self._shapes.setdefault(key, i)
         return shape
 
-    def _structure(self, value: Any) -> int | None:
-        """A number naming the JSON text of ``value`` (``json.dumps(value)``, key order
-        included): equal numbers, equal texts; None for what ``json.dumps`` refuses (a
-        cycle, a value that is not JSON).
+    def _structure(self, value: Any, depth: int = 0) -> Any:
+        """A value naming the JSON text of ``value`` (``json.dumps(value)``, key order
+        included): equal names, equal texts; None for what ``json.dumps`` refuses (a value
+        that is not JSON, a cycle: deeper than ``Limits.max_json_depth``, which the
+        document was checked against).
 
-        Each array and object is named once, from its items' names (iterative: any depth),
-        so naming every subschema of a document costs its size once, where writing each
-        one's text would cost its size again at every level it is nested in.
+        Arrays and objects are named by a number, once each, from their items' names, so
+        naming every subschema of a document costs its size once, where writing each
+        one's text would cost its size again at every level it is nested in. Strings
+        name themselves; other scalars are tagged tuples.
         """
+        if not isinstance(value, (dict, list, tuple)):
+            return _scalar_structure(value)
         memo = self._structure_of_id
         found = memo.get(id(value))
-        if found is not None or not isinstance(value, (dict, list, tuple)):
-            return found if found is not None else _scalar_structure(value, self._structures)
-        on_path: set[int] = set()
-        stack: list[tuple[Any, bool]] = [(value, False)]
-        while stack:
-            v, children_done = stack.pop()
-            i = id(v)
-            if not children_done:
-                if i in memo:
-                    continue
-                if i in on_path:
-                    return None  # a cycle (json.dumps: ValueError)
-                on_path.add(i)
-                stack.append((v, True))
-                items = v.values() if isinstance(v, dict) else v
-                stack.extend((x, False) for x in items if isinstance(x, (dict, list, tuple)))
-                continue
-            on_path.discard(i)
-            parts: list[Any] = ["o" if isinstance(v, dict) else "a"]
-            if isinstance(v, dict):
-                for k, x in v.items():
-                    key = _key_text(k)
-                    if key is None:
+        if found is not None:
+            return found
+        if depth > self.limits.max_json_depth:
+            return None
+        parts: list[Any]
+        if isinstance(value, dict):
+            parts = ["o"]
+            for k, x in value.items():
+                if type(k) is not str:
+                    k = _key_text(k)
+                    if k is None:
                         return None
-                    parts.append(key)
-                    parts.append(memo[id(x)] if isinstance(x, (dict, list, tuple)) else _scalar_structure(x, None))
-            else:
-                parts += [memo[id(x)] if isinstance(x, (dict, list, tuple)) else _scalar_structure(x, None)
-                          for x in v]
-            if None in parts:
-                return None
-            memo[i] = self._structures.setdefault(tuple(parts), len(self._structures))
-        return memo[id(value)]
+                x = self._structure(x, depth + 1)
+                if x is None:
+                    return None
+                parts += (k, x)
+        else:
+            parts = ["a"]
+            for x in value:
+                x = self._structure(x, depth + 1)
+                if x is None:
+                    return None
+                parts.append(x)
+        found = memo[id(value)] = self._structures.setdefault(tuple(parts), len(self._structures))
+        return found
 
     def synthetic(self, schema: dict[Any, Any], pointer: str) -> dict[Any, Any]:
         """A schema object made by the compiler (kept alive: members are keyed by id)."""
