@@ -62,7 +62,10 @@ Member = tuple[Any, str]  # (schema object, JSON pointer)
 def ptr(base: str, *parts: object) -> str:
     out = base
     for p in parts:
-        out += "/" + str(p).replace("~", "~0").replace("/", "~1")
+        q = p if type(p) is str else str(p)
+        if "~" in q or "/" in q:
+            q = q.replace("~", "~0").replace("/", "~1")
+        out = f"{out}/{q}"
     return out
 
 
@@ -106,7 +109,9 @@ def allowed_types(flat: list[Member]) -> set[str]:
     types = set(TYPES)
     for s, p in flat:
         if "type" in s:
-            types &= type_set(s["type"], ptr(p, "type"))
+            t = s["type"]
+            one = _TYPE_SETS.get(t) if isinstance(t, str) else None
+            types &= one if one is not None else type_set(t, ptr(p, "type"))
     if "number" in types:
         types.add("integer")
     return types
@@ -133,6 +138,10 @@ def at_pointer(pointer: str, fn: Callable[[str], Any], pattern: str) -> Any:
         return fn(pattern)
     except LimitError as exc:
         raise LimitError(exc.limit, exc.value, exc.maximum, f"{pointer} ({exc.place})") from None
+
+
+# ``type_set`` of each type name
+_TYPE_SETS = {t: frozenset((t, "integer") if t == "number" else (t,)) for t in TYPES}
 
 
 def type_set(t: Any, pointer: str) -> set[str]:

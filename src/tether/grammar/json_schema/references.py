@@ -142,11 +142,15 @@ def flatten(c: Context, members: list[Member]) -> list[Member] | None:
     ``allOf`` cycle that never reaches a property or an item) it is an error: such a
     schema asks a validator to loop forever.
     """
-    if len(members) == 1 and c.max_expansion >= 1:
-        # the common case, one schema object with nothing to expand: itself
+    if len(members) <= 1 and c.max_expansion >= 1:
+        # the common cases: nothing, or one schema object with nothing to expand
+        if not members:
+            return []
         s = members[0][0]
         if s is True:
             return []
+        if s is False:
+            return None
         if isinstance(s, dict) and not _EXPANDS.intersection(s):
             return [members[0]]
     out: list[Member] = []
