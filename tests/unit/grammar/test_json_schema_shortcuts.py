@@ -69,3 +69,40 @@ def test_structures_follow_json_text() -> None:
     for a in values:
         for b in values:
             assert (c._structure(a) == c._structure(b)) == (json.dumps(a) == json.dumps(b)), (a, b)
+
+
+SCHEMAS: list[Any] = [
+    {},
+    True,
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+    {"type": "array", "items": {"type": "object"}},
+    {"anyOf": [{"type": "null"}, {"type": "object", "properties": {"x": {}}}]},
+    {"type": "object", "properties": {"null": {"const": None}}, "additionalProperties": {"type": "array"}},
+]
+OPTIONS: list[dict[str, Any]] = [
+    {}, {"whitespace": "flexible"}, {"whitespace": "flexible", "property_order": "any"},
+    {"whitespace": "pretty", "max_depth": 3}, {"closed": True, "bounded_numbers": True},
+    {"whitespace": "flexible", "max_rules": 12}, {"max_repeat": 0},
+]
+
+
+def _outcome(schema: Any, options: dict[str, Any]) -> str:
+    from tether.grammar.ir import Grammar
+
+    try:
+        g = Grammar.from_json_schema(schema, **options)
+    except Exception as exc:  # noqa: BLE001 -- the error is part of what is compared
+        return f"{type(exc).__name__}: {exc}"
+    terms = [(t.name, t.regex, t.literal, t.expr, t.node) for t in g.terminals.values()]
+    return f"{g}\n{terms}\n{g.warnings}"
+
+
+def test_the_any_value_replay_makes_the_grammar_a_build_makes(monkeypatch: Any) -> None:
+    from tether.grammar.json_schema import compiler
+
+    replayed = {(i, j): _outcome(s, o) for i, s in enumerate(SCHEMAS) for j, o in enumerate(OPTIONS)}
+    assert any(v is not None for v in compiler._ANY_VALUE.values())  # the replay was used
+    monkeypatch.setattr(compiler, "_any_value", lambda c: None)
+    built = {(i, j): _outcome(s, o) for i, s in enumerate(SCHEMAS) for j, o in enumerate(OPTIONS)}
+    assert replayed == built
+    assert any("max_rules" in v for v in built.values())  # a limit met inside the node

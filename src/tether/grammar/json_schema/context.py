@@ -239,6 +239,7 @@ class Context:
         self.base_of: dict[int, str] = {}
         self.ptr_of: dict[int, str] = {}
         self.docs: dict[str, Any] = {}
+        self.pointer_targets: dict[tuple[int, str], Any] = {}  # (id(doc), fragment) -> target
         self.keep: list[Any] = []
         self.root_validator: Any = None
         self._synth: dict[Any, dict[Any, Any]] = {}

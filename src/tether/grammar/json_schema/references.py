@@ -91,7 +91,7 @@ def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Membe
     if target in c.index:
         s = c.index[target]
         return s, c.ptr_of.get(id(s), target)
-    uri, frag = urldefrag(target)
+    uri, frag = _split_fragment(target)
     doc = c.docs.get(uri)
     if doc is None and uri in c.index:
         doc = c.index[uri]
@@ -113,22 +113,34 @@ def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Membe
             return s, c.ptr_of.get(id(s), target)
     node = doc
     if frag:
-        if not frag.startswith("/"):
+        found = c.pointer_targets.get((id(doc), frag))  # documents are not changed
+        if found is not None:
+            node = found
+        elif not frag.startswith("/"):
             raise SchemaError(f"$ref {limited(ref)}: unknown anchor", pointer)
-        for part in frag[1:].split("/"):
-            part = unquote(part).replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                raise SchemaError(f"$ref {limited(ref)} points to nothing", pointer)
+        else:
+            for part in frag[1:].split("/"):
+                part = unquote(part).replace("~1", "/").replace("~0", "~")
+                if isinstance(node, dict) and part in node:
+                    node = node[part]
+                elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                    node = node[int(part)]
+                else:
+                    raise SchemaError(f"$ref {limited(ref)} points to nothing", pointer)
+            c.pointer_targets[(id(doc), frag)] = node
     if isinstance(node, dict) and id(node) not in c.checked:
         # a target outside the schema positions walked so far (an unknown keyword)
         check_document(node, c.limits, c.ptr_of.get(id(node), target), c.checked)
     if isinstance(node, dict) and id(node) not in c.base_of:
         index_schema(c, node, uri, uri + "#" + frag)
     return node, c.ptr_of.get(id(node), target)
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_fragment(uri: str) -> tuple[str, str]:
+    """``urldefrag(uri)`` (memoized: a document refers to the same targets many times)."""
+    found = urldefrag(uri)
+    return found[0], found[1]
 
 
 # keywords ``flatten`` expands (or reports)
