@@ -83,6 +83,7 @@ OPTIONS: list[dict[str, Any]] = [
     {}, {"whitespace": "flexible"}, {"whitespace": "flexible", "property_order": "any"},
     {"whitespace": "pretty", "max_depth": 3}, {"closed": True, "bounded_numbers": True},
     {"whitespace": "flexible", "max_rules": 12}, {"max_repeat": 0},
+    {"whitespace_pattern": "[ \\n]{0,3}"}, {"lenient": True, "draft": "draft7"},
 ]
 
 
