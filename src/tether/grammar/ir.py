@@ -45,7 +45,13 @@ if TYPE_CHECKING:
 Flavor = Literal["python", "ecma"]
 
 
-@dataclass(frozen=True, slots=True)
+# The frozen dataclasses below write their ``__init__`` out (``init=False``): the one
+# ``dataclass`` generates sets each field through ``object.__setattr__`` (and calls
+# ``__post_init__``), several times slower than the slots' own setters, and a grammar
+# makes thousands of rules, symbols and terminals. Same fields, defaults and keywords.
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class Terminal:
     """A lexeme class: a regex (or literal) over the bytes of the output.
 
@@ -71,9 +77,32 @@ class Terminal:
     # The text stays the terminal's spelling for printing, GBNF and keys.
     node: Any = field(default=None, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        if sum(x is not None for x in (self.regex, self.literal, self.expr)) != 1:
-            raise GrammarError(f"terminal {self.name!r} needs exactly one of regex=, literal=, expr=")
+    def __init__(
+        self,
+        name: str,
+        regex: str | None = None,
+        literal: str | None = None,
+        flavor: Flavor = "python",
+        ignore_case: bool = False,
+        lazy: bool = False,
+        stop: str | None = None,
+        max_len: int | None = None,
+        expr: tuple | None = None,  # type: ignore[type-arg]
+        node: Any = None,
+    ) -> None:
+        if (regex is not None) + (literal is not None) + (expr is not None) != 1:
+            raise GrammarError(f"terminal {name!r} needs exactly one of regex=, literal=, expr=")
+        s = _TERMINAL_SETTERS
+        s[0](self, name)
+        s[1](self, regex)
+        s[2](self, literal)
+        s[3](self, flavor)
+        s[4](self, ignore_case)
+        s[5](self, lazy)
+        s[6](self, stop)
+        s[7](self, max_len)
+        s[8](self, expr)
+        s[9](self, node)
 
     @property
     def pattern(self) -> str:
@@ -112,6 +141,15 @@ class Terminal:
         )
 
 
+def _setters(cls: type, *names: str) -> tuple[Any, ...]:
+    """The slot setters of ``cls``'s fields ``names`` (they bypass the frozen check)."""
+    return tuple(cls.__dict__[n].__set__ for n in names)
+
+
+_TERMINAL_SETTERS = _setters(Terminal, "name", "regex", "literal", "flavor", "ignore_case", "lazy", "stop",
+                             "max_len", "expr", "node")
+
+
 @lru_cache(maxsize=8192)
 def _parse(pattern: str, flavor: Flavor, ignore_case: bool) -> Any:
     from tether import regex as rx
@@ -144,7 +182,7 @@ def _terminal_node(
 
             node = leaf(f"(?i:{escape_literal(literal)})")
         else:
-            assert regex is not None  # exactly one of regex, literal, expr (__post_init__)
+            assert regex is not None  # exactly one of regex, literal, expr (__init__)
             node = leaf(regex)
     if max_len is not None:
         node = rx.intersect(node, rx.repeat(rx.ANY_BYTE, 0, max_len))
@@ -202,21 +240,27 @@ def set_operation(op: str, args: list[RegexNode], max_reps: int | None = None) -
     raise GrammarError(f"unknown terminal operation {op!r}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class NT:
     """A reference to a nonterminal (rule name)."""
 
     name: str
 
+    def __init__(self, name: str) -> None:
+        _NT_NAME(self, name)
+
     def __repr__(self) -> str:
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class T:
     """A reference to a terminal by name."""
 
     name: str
+
+    def __init__(self, name: str) -> None:
+        _T_NAME(self, name)
 
     def __repr__(self) -> str:
         return self.name
@@ -225,15 +269,24 @@ class T:
 Symbol = NT | T
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Rule:
     """One alternative: ``lhs -> rhs`` (``rhs == ()`` is ε)."""
 
     lhs: str
     rhs: tuple[Symbol, ...]
 
+    def __init__(self, lhs: str, rhs: tuple[Symbol, ...]) -> None:
+        _RULE_LHS(self, lhs)
+        _RULE_RHS(self, rhs)
+
     def __repr__(self) -> str:
         return f"{self.lhs} -> {' '.join(map(repr, self.rhs)) or 'ε'}"
+
+
+(_NT_NAME,) = _setters(NT, "name")
+(_T_NAME,) = _setters(T, "name")
+_RULE_LHS, _RULE_RHS = _setters(Rule, "lhs", "rhs")
 
 
 @dataclass(slots=True)

@@ -98,12 +98,12 @@ def compile_array(c: Context, flat: list[Member], depth: int) -> str | None:
         for m in range(need + 1):
             here = name[(j, m)]
             if j >= lo and m >= need:
-                c.rule(here, c.term(c.layout.close_array(depth, j == 0)))
+                c.rule(here, c.punct_term("close_array", depth, j == 0))
             if hi is not None and j >= hi:
                 continue
             item = slots[j] if j < len(slots) else rest_nt
             item_c = slots_c[j] if j < len(slots_c) else rest_c
-            sep = c.term(c.layout.array_sep(depth, j == 0))
+            sep = c.punct_term("array_sep", depth, j == 0)
             nj = j + 1 if j < top else j
             if item is not None:
                 c.rule(here, sep, NT(item), NT(name[(nj, m)]))

@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from tether.errors import LimitError, SchemaError, limited
-from tether.grammar.ir import NT, Grammar, Terminal
+from tether.errors import LimitError, SchemaError, TetherError, limited
+from tether.grammar.ir import NT, Grammar, T, Terminal
 from tether.grammar.json_schema import numbers as num
 from tether.grammar.json_schema.canonical import reorder
 from tether.grammar.json_schema.check import check_document
 from tether.grammar.json_schema.combinators import alternatives
 from tether.grammar.json_schema.context import DEFAULT_BASE, Context, Draft, Member, PropertyOrder
-from tether.grammar.json_schema.layout import Layout, Whitespace
+from tether.grammar.json_schema.layout import Layout, Spec, Whitespace
 from tether.grammar.json_schema.prune import prune
 from tether.grammar.json_schema.references import flatten, index_document
 from tether.limits import Limits, check_deadline, current, deadline
@@ -70,6 +71,10 @@ class SchemaCompiler(Context):
         check_deadline(where)
         if len(self.path) >= self.limits.max_nesting:
             raise LimitError("max_nesting", len(self.path) + 1, self.limits.max_nesting, where)
+        if key == _ANY_KEY and type(self) is SchemaCompiler:
+            replay = _any_value(self)
+            if replay is not None:
+                return replay.into(self, key, where)
         name = self.fresh("v")
         self.memo[key] = name  # recursion sees the name (assumed non-empty)
         self.path.append(where)
@@ -81,6 +86,112 @@ class SchemaCompiler(Context):
         for rhs in alts:
             self.rule(name, *rhs)
         return name
+
+
+# The empty conjunction: any JSON value (an object's further properties, an array's
+# items, ``{}``), at depth 0 (a layout whose depth does not matter).
+_ANY_KEY: tuple[Any, ...] = ((), frozenset(), 0)
+
+
+@dataclass(frozen=True)
+class _Replay:
+    """What building the node of ``_ANY_KEY`` does to a compile, to do it again in another.
+
+    The node is self-contained (its only nodes are itself), and what it makes depends on
+    the options alone: the fresh names it asks for (by hint, in order; a fresh name is its
+    hint and the compile's count), the terminals (by spec and hint, in order of first use;
+    a new terminal's name is its hint and the count of terminals) and the rules, over
+    those. ``into`` asks for the same names and terminals in the same order and appends
+    the same rules, each through ``Context.rule`` (``max_rules``, with the pointer the
+    build would name), so the grammar is the one the build would make there.
+    """
+
+    hints: tuple[str, ...]  # the node's own first
+    terms: tuple[tuple[Spec, str], ...]
+    inner: tuple[tuple[int, tuple[tuple[bool, int], ...]], ...]  # (lhs, rhs): (is a term, index)
+    own: tuple[tuple[tuple[bool, int], ...], ...]  # the node's alternatives, appended last
+
+    def into(self, c: SchemaCompiler, key: tuple[Any, ...], where: str) -> str:
+        names = [c.fresh(h) for h in self.hints]
+        c.memo[key] = names[0]
+        terms = [c.term(spec, hint) for spec, hint in self.terms]
+
+        def sym(x: tuple[bool, int]) -> NT | T:
+            return terms[x[1]] if x[0] else NT(names[x[1]])
+
+        c.path.append(where)
+        for lhs, rhs in self.inner:
+            c.rule(names[lhs], *map(sym, rhs))
+        c.path.pop()
+        for rhs in self.own:
+            c.rule(names[0], *map(sym, rhs))
+        return names[0]
+
+
+class _Recorder(SchemaCompiler):
+    """A compile of ``{}`` that records its fresh names and new terminals (``_any_value``)."""
+
+    def __init__(self, schema: Any, **options: Any) -> None:
+        super().__init__(schema, **options)
+        self.hints: list[str] = []
+        self.new_terms: list[tuple[Spec, str]] = []
+
+    def fresh(self, hint: str) -> str:
+        self.hints.append(hint)
+        return super().fresh(hint)
+
+    def term(self, spec: Spec, hint: str = "t") -> T:
+        n = len(self.terms)
+        t = super().term(spec, hint)
+        if len(self.terms) > n:
+            self.new_terms.append((spec, hint))
+        return t
+
+
+_ANY_VALUE: dict[Any, _Replay | None] = {}
+
+
+def _any_value(c: SchemaCompiler) -> _Replay | None:
+    """The ``_Replay`` of the any-value node under ``c``'s options (built once for them);
+    None where building it raises or warns (the compile then builds it itself)."""
+    options = dict(layout=c.layout, property_order=c.order, lenient=c.lenient, draft=c.draft,
+                   max_repeat=c.max_repeat, max_rules=c.max_rules, max_depth=c.max_depth,
+                   max_expansion=c.max_expansion, closed=c.closed, number_bounds=c.number_bounds,
+                   limits=c.limits)
+    if c.layout.depth_matters:
+        return None
+    try:
+        key = tuple(options.values())
+        hash(key)
+    except TypeError:
+        return None
+    if key in _ANY_VALUE:
+        return _ANY_VALUE[key]
+    found: _Replay | None = None
+    try:
+        r = _Recorder({}, resolve_remote=None, **options)
+        name = r.node([], 0)
+    except TetherError:
+        name = None
+    if name is not None and not r.g.warnings and len(r.memo) == 1:
+        index = {f"{h}_{i}": i for i, h in enumerate(r.hints, 1)}
+        term_index = {t.name: i for i, t in enumerate(r.terms.values())}
+
+        def syms(rhs: tuple[Any, ...]) -> tuple[tuple[bool, int], ...]:
+            return tuple((True, term_index[x.name]) if isinstance(x, T) else (False, index[x.name] - 1)
+                         for x in rhs)
+
+        n_inner = sum(1 for rule in r.g.rules if rule.lhs != name)
+        if (all(rule.lhs != name for rule in r.g.rules[:n_inner]) and index.get(name) == 1
+                and all(x.name in index or x.name in term_index for rule in r.g.rules for x in rule.rhs)
+                and all(rule.lhs in index for rule in r.g.rules)):
+            found = _Replay(tuple(r.hints), tuple(r.new_terms),
+                            tuple((index[rule.lhs] - 1, syms(rule.rhs)) for rule in r.g.rules[:n_inner]),
+                            tuple(syms(rule.rhs) for rule in r.g.rules[n_inner:]))
+    if len(_ANY_VALUE) >= 64:
+        _ANY_VALUE.clear()
+    _ANY_VALUE[key] = found
+    return found
 
 
 def compile_json_schema(

@@ -62,7 +62,10 @@ Member = tuple[Any, str]  # (schema object, JSON pointer)
 def ptr(base: str, *parts: object) -> str:
     out = base
     for p in parts:
-        out += "/" + str(p).replace("~", "~0").replace("/", "~1")
+        q = p if type(p) is str else str(p)
+        if "~" in q or "/" in q:
+            q = q.replace("~", "~0").replace("/", "~1")
+        out = f"{out}/{q}"
     return out
 
 
@@ -106,7 +109,9 @@ def allowed_types(flat: list[Member]) -> set[str]:
     types = set(TYPES)
     for s, p in flat:
         if "type" in s:
-            types &= type_set(s["type"], ptr(p, "type"))
+            t = s["type"]
+            one = _TYPE_SETS.get(t) if isinstance(t, str) else None
+            types &= one if one is not None else type_set(t, ptr(p, "type"))
     if "number" in types:
         types.add("integer")
     return types
@@ -135,6 +140,10 @@ def at_pointer(pointer: str, fn: Callable[[str], Any], pattern: str) -> Any:
         raise LimitError(exc.limit, exc.value, exc.maximum, f"{pointer} ({exc.place})") from None
 
 
+# ``type_set`` of each type name
+_TYPE_SETS = {t: frozenset((t, "integer") if t == "number" else (t,)) for t in TYPES}
+
+
 def type_set(t: Any, pointer: str) -> set[str]:
     names = [t] if isinstance(t, str) else t
     if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
@@ -146,6 +155,43 @@ def type_set(t: Any, pointer: str) -> set[str]:
     if "number" in out:
         out.add("integer")
     return out
+
+
+def _key_text(k: Any) -> str | None:
+    """The text ``json.dumps`` writes for a dict key (None where it raises TypeError)."""
+    if isinstance(k, str):
+        return k
+    if k is True or k is False or k is None:
+        return "true" if k is True else "false" if k is False else "null"
+    if isinstance(k, int):
+        return int.__repr__(k)
+    if isinstance(k, float):
+        return _float_text(k)
+    return None
+
+
+def _float_text(x: float) -> str:
+    if x != x:
+        return "NaN"
+    if x in (math.inf, -math.inf):
+        return "Infinity" if x > 0 else "-Infinity"
+    return float.__repr__(x)
+
+
+def _scalar_structure(v: Any) -> Any:
+    """A value naming the JSON text of the scalar ``v`` (None: not JSON): a string names
+    itself, other scalars are tagged (``True`` is not ``1``, nor ``1`` ``1.0``)."""
+    if type(v) is str:
+        return v
+    if isinstance(v, str):
+        return str.__str__(v)
+    if v is None or v is True or v is False:
+        return ("c", v)
+    if isinstance(v, int):
+        return ("i", int.__repr__(v))
+    if isinstance(v, float):
+        return ("f", _float_text(v))
+    return None
 
 
 class Context:
@@ -182,21 +228,28 @@ class Context:
         self.number_bounds = number_bounds
         self.draft: Draft = draft or detect_draft(schema)
         self.g = Grammar(start="root")
-        self.terms: dict[Any, str] = {}
+        self.terms: dict[Any, T] = {}  # (kind, text) of a lexeme spec -> its terminal
+        # memos of ``term`` for the lexemes every object and array asks for again
+        self.key_terms: dict[tuple[int, bool, str], T] = {}
+        self.punct_terms: dict[tuple[str, int, bool], T] = {}
+        self.extra_terms: dict[tuple[int, bool, Any], T] = {}  # object_keywords.extra_key_term
         self.memo: dict[Any, str | None] = {}
         self.warned: set[str] = set()
         self.index: dict[str, Any] = {}
         self.base_of: dict[int, str] = {}
         self.ptr_of: dict[int, str] = {}
         self.docs: dict[str, Any] = {}
+        self.pointer_targets: dict[tuple[int, str], Any] = {}  # (id(doc), fragment) -> target
         self.keep: list[Any] = []
         self.root_validator: Any = None
         self._synth: dict[Any, dict[Any, Any]] = {}
         self.one_of_warned: set[str] = set()
         self.member_validators: dict[tuple[int, frozenset[str]], Any] = {}
         self._n = 0
-        self._shapes: dict[tuple[str | None, str], int] = {}
+        self._shapes: dict[tuple[str | None, Any], int] = {}
         self._shape_of_id: dict[int, int] = {}
+        self._structures: dict[tuple[Any, ...], int] = {}  # see ``_structure``
+        self._structure_of_id: dict[int, int] = {}
         self.checked: set[int] = set()  # ids of schema objects whose shape was checked
         self.path: list[str] = []  # pointers of the nodes being compiled, outermost first
 
@@ -234,17 +287,40 @@ class Context:
     def term(self, spec: Spec, hint: str = "t") -> T:
         kind, value = spec[0], spec[1]
         key = (kind, value)
-        name = self.terms.get(key)
-        if name is None:
+        ref = self.terms.get(key)
+        if ref is None:
             name = f"{hint}{len(self.terms)}"
-            self.terms[key] = name
+            ref = self.terms[key] = T(name)
             if kind == "lit":
                 self.g.add_terminal(Terminal(name, literal=value))
             elif kind == "rx":
                 self.g.add_terminal(Terminal(name, regex=value, node=spec_node(spec)))
             else:
                 self.g.add_terminal(Terminal(name, expr=value, node=spec_node(spec)))
-        return T(name)
+        return ref
+
+    def key_literal_term(self, depth: int, first: bool, key: str) -> T:
+        """``term(layout.key_literal(depth, first, key), "key")``, memoized for the compile
+        (objects repeat names)."""
+        k = (depth, first, key)
+        t = self.key_terms.get(k)
+        if t is None:
+            t = self.key_terms[k] = self.term(self.layout.key_literal(depth, first, key), "key")
+        return t
+
+    def punct_term(self, kind: Literal["close_object", "array_sep", "close_array"], depth: int,
+                   first: bool) -> T:
+        """``term`` of the layout's ``close_object``/``array_sep``/``close_array`` lexeme,
+        memoized for the compile."""
+        k = (kind, depth, first)
+        t = self.punct_terms.get(k)
+        if t is None:
+            lay = self.layout
+            spec = (lay.close_object(depth, first) if kind == "close_object"
+                    else lay.array_sep(depth, first) if kind == "array_sep"
+                    else lay.close_array(depth, first))
+            t = self.punct_terms[k] = self.term(spec)
+        return t
 
     def shape(self, s: dict[Any, Any]) -> int:
         """The id of the first schema object equal to ``s`` (same JSON text, key order
@@ -257,14 +333,54 @@ class Context:
         i = id(s)
         shape = self._shape_of_id.get(i)
         if shape is None:
-            try:
-                # key order kept: it is the schema property order; a schema the compiler
-                # made (not indexed: no base URI of its own) is known by identity only
-                text = json.dumps(s) if i in self.base_of else f"#id:{i}"
-            except (TypeError, ValueError):  # not plain JSON: identity only
-                text = f"#id:{i}"
-            shape = self._shape_of_id[i] = self._shapes.setdefault((self.base_of.get(i), text), i)
+            # key order kept: it is the schema property order; a schema the compiler
+            # made (not indexed: no base URI of its own) is known by identity only, and
+            # so is one that is not plain JSON
+            text = self._structure(s) if i in self.base_of else None
+            key = (self.base_of.get(i), ("#id", i) if text is None else text)
+            shape = self._shape_of_id[i] = self._shapes.setdefault(key, i)
         return shape
+
+    def _structure(self, value: Any, depth: int = 0) -> Any:
+        """A value naming the JSON text of ``value`` (``json.dumps(value)``, key order
+        included): equal names, equal texts; None for what ``json.dumps`` refuses (a value
+        that is not JSON, a cycle: deeper than ``Limits.max_json_depth``, which the
+        document was checked against).
+
+        Arrays and objects are named by a number, once each, from their items' names, so
+        naming every subschema of a document costs its size once, where writing each
+        one's text would cost its size again at every level it is nested in. Strings
+        name themselves; other scalars are tagged tuples.
+        """
+        if not isinstance(value, (dict, list, tuple)):
+            return _scalar_structure(value)
+        memo = self._structure_of_id
+        found = memo.get(id(value))
+        if found is not None:
+            return found
+        if depth > self.limits.max_json_depth:
+            return None
+        parts: list[Any]
+        if isinstance(value, dict):
+            parts = ["o"]
+            for k, x in value.items():
+                if type(k) is not str:
+                    k = _key_text(k)
+                    if k is None:
+                        return None
+                x = self._structure(x, depth + 1)
+                if x is None:
+                    return None
+                parts += (k, x)
+        else:
+            parts = ["a"]
+            for x in value:
+                x = self._structure(x, depth + 1)
+                if x is None:
+                    return None
+                parts.append(x)
+        found = memo[id(value)] = self._structures.setdefault(tuple(parts), len(self._structures))
+        return found
 
     def synthetic(self, schema: dict[Any, Any], pointer: str) -> dict[Any, Any]:
         """A schema object made by the compiler (kept alive: members are keyed by id)."""

@@ -19,10 +19,10 @@ for a value (given its schema's property order).
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from json.encoder import encode_basestring  # what json.dumps(s, ensure_ascii=False) calls
 from typing import Any, Literal
 
 from tether import regex as rx
@@ -39,18 +39,32 @@ GAP = object()  # a whitespace gap in a lexeme's parts (see ``Layout._lexeme``)
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _flexible_lexeme(max_ws: int, parts: tuple[object, ...]) -> Spec:
+def _flexible_lexeme(max_ws: int, parts: tuple[object, ...], shared: int = 0) -> Spec:
     """The lexeme of ``parts`` (texts, matched literally, and ``GAP``s of at most
     ``max_ws`` whitespace characters) with its node, built from the parts: no regex is
     parsed. No two gaps are adjacent (the parser would merge their counts). The text is
     recorded (``nodes.known``): a lexeme the compiler assembles around it (an object key
-    of a pattern region) finds its node there."""
-    gap = rx.repeat(rx.byte_set(9, 10, 13, 32), 0, max_ws)
+    of a pattern region) finds its node there. The node of the last ``shared`` parts is
+    built once for every lexeme ending with them (``_flexible_tail``: an object key,
+    first or after a comma)."""
     text = "".join(_ws_regex(max_ws) if p is GAP else re.escape(str(p)) for p in parts)
-    node = rx.EPSILON
+    cut = len(parts) - shared
+    node = _prepend(max_ws, parts[:cut], _flexible_tail(max_ws, parts[cut:]) if shared else rx.EPSILON)
+    return ("rx", known(text, node), node)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _flexible_tail(max_ws: int, parts: tuple[object, ...]) -> rx.Node:
+    """The node of ``parts`` (see ``_flexible_lexeme``)."""
+    return _prepend(max_ws, parts, rx.EPSILON)
+
+
+def _prepend(max_ws: int, parts: tuple[object, ...], node: rx.Node) -> rx.Node:
+    """The node of ``parts`` followed by ``node``."""
+    gap = rx.repeat(rx.byte_set(9, 10, 13, 32), 0, max_ws)
     for p in reversed(parts):
         node = rx.concat(gap, node) if p is GAP else rx.literal(str(p), node)
-    return ("rx", known(text, node), node)
+    return node
 
 
 def _literal_regex(text: str) -> str:
@@ -78,11 +92,12 @@ class Layout:
             return f"(?:{self.pattern})"
         return _ws_regex(self.max_whitespace)
 
-    def _lexeme(self, *parts: object) -> Spec:
+    def _lexeme(self, *parts: object, shared: int = 0) -> Spec:
         """Flexible layout: the lexeme of ``parts`` (texts and ``GAP``s), with its node
-        unless the gaps are a custom regex (it may look around: parsed whole)."""
+        unless the gaps are a custom regex (it may look around: parsed whole); the node
+        of the last ``shared`` parts is shared (``_flexible_lexeme``)."""
         if self.pattern is None:
-            return _flexible_lexeme(self.max_whitespace, parts)
+            return _flexible_lexeme(self.max_whitespace, parts, shared)
         ws = self._ws()
         return ("rx", "".join(ws if p is GAP else re.escape(str(p)) for p in parts))
 
@@ -100,7 +115,7 @@ class Layout:
     def key_literal(self, depth: int, first: bool, key: str) -> Spec:
         text = dumps_str(key)
         if self.whitespace == "flexible":
-            return self._lexeme(*(("{", GAP) if first else (GAP, ",", GAP)), text, GAP, ":", GAP)
+            return self._lexeme(*(("{", GAP) if first else (GAP, ",", GAP)), text, GAP, ":", GAP, shared=4)
         if self.whitespace == "pretty":
             pad = "\n" + " " * (self.indent * (depth + 1))
             return ("lit", ("{" if first else ",") + pad + text + ": ")
@@ -168,7 +183,7 @@ class Layout:
 
 def dumps_str(s: str) -> str:
     """The canonical JSON text of a string (``json.dumps(s, ensure_ascii=False)``)."""
-    return json.dumps(s, ensure_ascii=False)
+    return encode_basestring(s)
 
 
 def dumps_number(x: int | float) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from tether import regex as rx
 from tether.errors import LimitError, RegexError
-from tether.grammar.ir import expr_node
+from tether.grammar.ir import expr_node, set_operation
 from tether.regex import charset
 
 # text -> its node, or a function building it (built on first use: a lexeme the compiler
@@ -105,10 +105,14 @@ def spec_node(spec: tuple[Any, ...]) -> rx.Node | None:
 
 @functools.lru_cache(maxsize=8192)
 def _expr_node(tree: tuple[Any, ...]) -> rx.Node:
-    """``expr_node`` of a lexeme's tree, by content (a region's key language is asked
-    for twice, by ``body_nonempty`` and by its terminal; errors are not cached)."""
-    built: rx.Node = expr_node(tree, leaf)
-    return built
+    """``expr_node`` of a lexeme's tree, by content, and so of each of its subtrees (a
+    key language is asked for by ``body_nonempty`` and by the terminals of the first and
+    later keys, each around it; errors are not cached)."""
+    op = tree[0]
+    if op in ("except", "repeat"):
+        built: rx.Node = expr_node(tree, leaf)
+        return built
+    return set_operation(op, [_expr_node(a) if isinstance(a, tuple) else leaf(a) for a in tree[1:]])
 
 
 def words_node(words: Sequence[str]) -> rx.Node:

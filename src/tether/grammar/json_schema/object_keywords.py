@@ -294,7 +294,19 @@ def extra_regions(c: Context, flat, patterns, named, name_schemas, depth, closed
     return out
 
 
+def extra_key_term(c: Context, depth: int, first: bool, body: Any) -> T:
+    """``key_term``, memoized for the compile (``Context.extra_terms``): every state of an
+    object that takes further keys asks for the same two."""
+    key = (depth, first, body)
+    t = c.extra_terms.get(key)
+    if t is None:
+        t = c.extra_terms[key] = key_term(c, depth, first, body)
+    return t
+
+
 def key_term(c: Context, depth: int, first: bool, body: Any) -> T:
+    """The lexeme of a key in the language ``body`` (a string-body regex or tree) with its
+    punctuation."""
     before, after = c.layout.open_key(depth, first)
     if isinstance(body, str):
         return c.term(("rx", joined(before, '"', wrap(body), '"', after)), "key")
@@ -306,7 +318,7 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
     cap = max(1, max_p if max_p is not None else min_p) if counting else 1
     c.repeat(cap, c.path[-1] if c.path else "#")
     n = len(slots)
-    names: dict[tuple[int, int, int], str] = {}
+    names: dict[tuple[int, int, int], NT] = {}
     # dependentRequired: the state remembers which participating names were written
     tracked = sorted({k for a, bs in (deps or {}).items() for k in (a, *bs)})
     bit = {k: 1 << i for i, k in enumerate(tracked)}
@@ -314,42 +326,56 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
     def consistent(seen: int) -> bool:
         return all(not seen & bit[a] or all(seen & bit[b] for b in bs) for a, bs in (deps or {}).items())
 
-    def S(i: int, count: int, seen: int = 0) -> Generator[Any, str, str]:  # noqa: N802 - rule family named as in the docs
+    rules = c.g.rules
+    slot_nts = [NT(nt) for _, nt, _ in slots]
+    extra_nts = [(body, NT(nt)) for body, nt in extras]
+
+    def S(i: int, count: int, seen: int = 0) -> Generator[Any, NT, NT]:  # noqa: N802 - rule family named as in the docs
         """The state after slot ``i`` with ``count`` properties written; a generator run by
-        ``bounds.run`` (it yields the generator of the state it needs and receives its name)."""
+        ``bounds.run`` (it yields the generator of the state it needs and receives its
+        nonterminal). Rules are appended as ``Context.rule`` would (``max_rules`` checked
+        after each)."""
         key = (i, count, seen)
-        if key in names:
-            return names[key]
-        name = names[key] = c.fresh("obj")
+        ref = names.get(key)
+        if ref is not None:
+            return ref
+        name = c.fresh("obj")
+        ref = names[key] = NT(name)
         inc = min(count + 1, cap)
         can_add = max_p is None or (count < max_p)
         if i < n:
-            k, nt, req = slots[i]
+            k, _, req = slots[i]
             if not req:
                 # a state met before is read from the memo (no generator started)
                 child = names.get((i + 1, count, seen)) or (yield S(i + 1, count, seen))
-                c.rule(name, NT(child))
+                rules.append(Rule(name, (child,)))
+                if len(rules) > c.max_rules:
+                    c.too_many_rules()
             if can_add:
-                t = c.term(c.layout.key_literal(depth, count == 0, k), "key")
+                t = c.key_literal_term(depth, count == 0, k)
                 after = seen | bit.get(k, 0)
                 child = names.get((i + 1, inc, after)) or (yield S(i + 1, inc, after))
-                c.rule(name, t, NT(nt), NT(child))
+                rules.append(Rule(name, (t, slot_nts[i], child)))
+                if len(rules) > c.max_rules:
+                    c.too_many_rules()
         elif not consistent(seen):
             pass  # a dependency is missing: no rule, so the state is pruned as unproductive
         else:
             if count >= min_p or (not counting):
-                c.rule(name, c.term(c.layout.close_object(depth, count == 0)))
+                c.rule(name, c.punct_term("close_object", depth, count == 0))
             if can_add:
-                for body, nt in extras:
-                    t = key_term(c, depth, count == 0, body)
+                for body, nt in extra_nts:
+                    t = extra_key_term(c, depth, count == 0, body)
                     child = names.get((n, inc, seen)) or (yield S(n, inc, seen))
-                    c.rule(name, t, NT(nt), NT(child))
-        return name
+                    rules.append(Rule(name, (t, nt, child)))
+                    if len(rules) > c.max_rules:
+                        c.too_many_rules()
+        return ref
 
     # required properties beyond max_p make the object impossible
     if max_p is not None and sum(1 for s in slots if s[2]) > max_p:
         return None
-    return bounds.run(S(0, 0, 0))
+    return bounds.run(S(0, 0, 0)).name
 
 
 def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, tracked=None):  # type: ignore[no-untyped-def]
@@ -400,7 +426,7 @@ def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, 
                     continue
                 t = kts[i]
                 if t is None:
-                    t = kts[i] = c.term(c.layout.key_literal(depth, first, k), "key")
+                    t = kts[i] = c.key_literal_term(depth, first, k)
                 child = names.get((used | bit, inc))
                 if child is None:  # a state met before is read from the memo
                     child = yield S(used | bit, inc)

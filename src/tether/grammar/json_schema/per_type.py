@@ -16,8 +16,6 @@ from tether.errors import SchemaError
 from tether.grammar.ir import NT
 from tether.grammar.json_schema.array_keywords import compile_array
 from tether.grammar.json_schema.context import (
-    ANNOTATIONS,
-    HANDLED,
     Context,
     Member,
     allowed_types,
@@ -82,26 +80,27 @@ def typed(c: Context, flat: list[Member], depth: int) -> list[tuple[Any, ...]]:
     return alts
 
 
+# the keywords ``check_keywords`` reports on
+_CHECKED = frozenset(("uniqueItems", "unevaluatedItems", "unevaluatedProperties"))
+
+
 def check_keywords(c: Context, s: dict[Any, Any], p: str, types: set[str]) -> None:
     if c.draft in ("draft6", "draft7") and "string" in types:
         for kw in ("contentMediaType", "contentEncoding"):
             if kw in s:
                 c.warn(f"{kw} is not enforced (at {ptr(p, kw)})")
-    for kw, v in s.items():
-        if kw in ANNOTATIONS or kw not in HANDLED:
+    for kw, v in s.items():  # in the schema's order (the first unsupported one is reported)
+        if kw not in _CHECKED:  # (if/then/else: read as a union in combinators.split_cases)
             continue
-        q = ptr(p, kw)
-        if kw in ("if", "then", "else"):
-            continue  # read as a union in combinators.split_cases
         if kw == "uniqueItems":
             if v is True and "array" in types:
-                c.unsupported(kw, q, "array items cannot be required to differ")
+                c.unsupported(kw, ptr(p, kw), "array items cannot be required to differ")
             continue
         if kw == "unevaluatedItems" and "array" in types and v is not True:
-            c.unsupported(kw, q)
+            c.unsupported(kw, ptr(p, kw))
         if kw == "unevaluatedProperties":
             if "object" in types and v not in ({}, True):
-                c.unsupported(kw, q)
+                c.unsupported(kw, ptr(p, kw))
 
 
 def enum_values(c: Context, values: list[Any], flat: list[Member], types: set[str], depth: int) -> list[tuple[Any, ...]]:

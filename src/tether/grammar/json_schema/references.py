@@ -9,6 +9,7 @@ a property or an item.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
@@ -19,8 +20,10 @@ from tether.grammar.json_schema.context import DEFAULT_BASE, Context, Member, pt
 from tether.limits import check_deadline
 
 
+@functools.lru_cache(maxsize=4096)
 def join_uri(base: str, ref: str) -> str:
-    """Resolve ``ref`` against ``base`` (RFC 3986; also for non-hierarchical URNs)."""
+    """Resolve ``ref`` against ``base`` (RFC 3986; also for non-hierarchical URNs).
+    Memoized: a document names the same definitions in many ``$ref``s."""
     if ref.startswith("#"):
         return urldefrag(base)[0] + ref
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", ref):
@@ -88,7 +91,7 @@ def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Membe
     if target in c.index:
         s = c.index[target]
         return s, c.ptr_of.get(id(s), target)
-    uri, frag = urldefrag(target)
+    uri, frag = _split_fragment(target)
     doc = c.docs.get(uri)
     if doc is None and uri in c.index:
         doc = c.index[uri]
@@ -110,22 +113,38 @@ def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Membe
             return s, c.ptr_of.get(id(s), target)
     node = doc
     if frag:
-        if not frag.startswith("/"):
+        found = c.pointer_targets.get((id(doc), frag))  # documents are not changed
+        if found is not None:
+            node = found
+        elif not frag.startswith("/"):
             raise SchemaError(f"$ref {limited(ref)}: unknown anchor", pointer)
-        for part in frag[1:].split("/"):
-            part = unquote(part).replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                raise SchemaError(f"$ref {limited(ref)} points to nothing", pointer)
+        else:
+            for part in frag[1:].split("/"):
+                part = unquote(part).replace("~1", "/").replace("~0", "~")
+                if isinstance(node, dict) and part in node:
+                    node = node[part]
+                elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                    node = node[int(part)]
+                else:
+                    raise SchemaError(f"$ref {limited(ref)} points to nothing", pointer)
+            c.pointer_targets[(id(doc), frag)] = node
     if isinstance(node, dict) and id(node) not in c.checked:
         # a target outside the schema positions walked so far (an unknown keyword)
         check_document(node, c.limits, c.ptr_of.get(id(node), target), c.checked)
     if isinstance(node, dict) and id(node) not in c.base_of:
         index_schema(c, node, uri, uri + "#" + frag)
     return node, c.ptr_of.get(id(node), target)
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_fragment(uri: str) -> tuple[str, str]:
+    """``urldefrag(uri)`` (memoized: a document refers to the same targets many times)."""
+    found = urldefrag(uri)
+    return found[0], found[1]
+
+
+# keywords ``flatten`` expands (or reports)
+_EXPANDS = frozenset(("$ref", "allOf", "$dynamicRef", "$recursiveRef"))
 
 
 def flatten(c: Context, members: list[Member]) -> list[Member] | None:
@@ -135,6 +154,17 @@ def flatten(c: Context, members: list[Member]) -> list[Member] | None:
     ``allOf`` cycle that never reaches a property or an item) it is an error: such a
     schema asks a validator to loop forever.
     """
+    if len(members) <= 1 and c.max_expansion >= 1:
+        # the common cases: nothing, or one schema object with nothing to expand
+        if not members:
+            return []
+        s = members[0][0]
+        if s is True:
+            return []
+        if s is False:
+            return None
+        if isinstance(s, dict) and not _EXPANDS.intersection(s):
+            return [members[0]]
     out: list[Member] = []
     seen: set[int] = set()
     on_path: set[int] = set()  # members whose $ref/allOf expansion is under way

@@ -181,8 +181,15 @@ def pattern_re(pattern: str) -> re.Pattern[str]:
 
 @functools.lru_cache(maxsize=1 << 16)
 def key_body(key: str) -> str:
-    """The string-body regex of exactly ``key`` (memoized: every object lists its names)."""
-    return st.render(st.lit(key))
+    """The string-body regex of exactly ``key`` (memoized: every object lists its names):
+    ``st.render(st.lit(key))``, which writes a sequence of characters character by
+    character (each an atom), so it is assembled here from each character's text."""
+    return "".join(map(_char_body, key))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _char_body(ch: str) -> str:
+    return st.render(st.lit(ch))
 
 
 def names_regex(names: Iterable[str]) -> str:

@@ -1,0 +1,109 @@
+"""The compiler's shortcuts give what the long way gives.
+
+``key_body`` assembles a key's string-body regex character by character instead of
+rendering the key's AST; ``Context.shape`` names a subschema by its structure instead of
+its ``json.dumps`` text. Both must agree with the long way exactly (the grammars are
+compared whole by ``bench/json_schema_grammar_dump.py``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tether.grammar.json_schema import strings
+from tether.grammar.json_schema.compiler import SchemaCompiler
+from tether.grammar.json_schema.layout import Layout
+from tether.grammar.json_schema.string_keywords import key_body
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.text(max_size=12))
+def test_key_body_is_the_rendered_literal(key: str) -> None:
+    assert key_body(key) == strings.render(strings.lit(key))
+
+
+def test_key_body_of_escapes_and_empty() -> None:
+    for key in ["", '"', "\\", "a\\b", "\x00\x1f", "\u2028", "é€😀", "$ref", "a.b", "x-y"]:
+        assert key_body(key) == strings.render(strings.lit(key)), key
+
+
+def _compiler() -> SchemaCompiler:
+    return SchemaCompiler({}, layout=Layout(), property_order="schema", lenient=False, draft=None,
+                          max_repeat=100, max_rules=1000, max_depth=24, max_expansion=100,
+                          resolve_remote=None)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([0.0, -0.0, 1.0, 1.5])
+    | st.sampled_from(["", "a", "1", "true", "o", "a"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b", "1", "o"]), inner,
+                                                                 max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=JSON, b=JSON)
+def test_structures_are_equal_when_the_json_texts_are(a: Any, b: Any) -> None:
+    c = _compiler()
+    assert (c._structure(a) == c._structure(b)) == (json.dumps(a) == json.dumps(b))
+
+
+def test_a_cycle_or_a_value_that_is_not_json_has_no_structure() -> None:
+    c = _compiler()
+    cyclic: dict[str, Any] = {}
+    cyclic["a"] = cyclic
+    assert c._structure(cyclic) is None
+    assert c._structure({"a": {1, 2}}) is None
+
+
+def test_structures_follow_json_text() -> None:
+    # the values stay alive together: structures are memoized by object identity, as the
+    # compiler's documents stay alive for the compile
+    values = [{1: "x"}, {"1": "x"}, {"a": True}, {"a": 1}, {"a": 1.0}, {"a": (1, 2)}, {"a": [1, 2]},
+              {"a": -0.0}, {"a": 0.0}, {"a": None}, {"a": "null"}, ["o"], {"o": "a"}]
+    c = _compiler()
+    for a in values:
+        for b in values:
+            assert (c._structure(a) == c._structure(b)) == (json.dumps(a) == json.dumps(b)), (a, b)
+
+
+SCHEMAS: list[Any] = [
+    {},
+    True,
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+    {"type": "array", "items": {"type": "object"}},
+    {"anyOf": [{"type": "null"}, {"type": "object", "properties": {"x": {}}}]},
+    {"type": "object", "properties": {"null": {"const": None}}, "additionalProperties": {"type": "array"}},
+]
+OPTIONS: list[dict[str, Any]] = [
+    {}, {"whitespace": "flexible"}, {"whitespace": "flexible", "property_order": "any"},
+    {"whitespace": "pretty", "max_depth": 3}, {"closed": True, "bounded_numbers": True},
+    {"whitespace": "flexible", "max_rules": 12}, {"max_repeat": 0},
+    {"whitespace_pattern": "[ \\n]{0,3}"}, {"lenient": True, "draft": "draft7"},
+]
+
+
+def _outcome(schema: Any, options: dict[str, Any]) -> str:
+    from tether.grammar.ir import Grammar
+
+    try:
+        g = Grammar.from_json_schema(schema, **options)
+    except Exception as exc:  # noqa: BLE001 -- the error is part of what is compared
+        return f"{type(exc).__name__}: {exc}"
+    terms = [(t.name, t.regex, t.literal, t.expr, t.node) for t in g.terminals.values()]
+    return f"{g}\n{terms}\n{g.warnings}"
+
+
+def test_the_any_value_replay_makes_the_grammar_a_build_makes(monkeypatch: Any) -> None:
+    from tether.grammar.json_schema import compiler
+
+    replayed = {(i, j): _outcome(s, o) for i, s in enumerate(SCHEMAS) for j, o in enumerate(OPTIONS)}
+    assert any(v is not None for v in compiler._ANY_VALUE.values())  # the replay was used
+    monkeypatch.setattr(compiler, "_any_value", lambda c: None)
+    built = {(i, j): _outcome(s, o) for i, s in enumerate(SCHEMAS) for j, o in enumerate(OPTIONS)}
+    assert replayed == built
+    assert any("max_rules" in v for v in built.values())  # a limit met inside the node
