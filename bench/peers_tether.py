@@ -87,6 +87,10 @@ class TetherAdapter(EngineAdapter):
         import tether.grammar.json_schema  # noqa: F401  (module imports belong to init, as for peers)
         import tether.parser.earley  # noqa: F401
         import tether.parser.lexer  # noqa: F401
+        try:  # the JSON Schema compiler checks enum/const values with it, when installed
+            import jsonschema  # noqa: F401
+        except ImportError:
+            pass
         from tether.engine.slices import vocab_index
         from tether.tokens.vocabulary import Vocabulary
 
