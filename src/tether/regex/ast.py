@@ -515,13 +515,28 @@ def _derive(node: Node, b: int) -> Node:
         return concat(da, repeat(inner, max(lo - 1, 0), INF if hi == INF else hi - 1))
     if k == K_AND:
         ds = []
+        plain = True  # no member that ``intersect`` would flatten, merge or drop
         for m in node.args:
             d = m._deriv.get(b)
             if d is None:
                 d = derivative(m, b)
             if d is EMPTY:
                 return EMPTY
+            if d.kind in _AND_SPECIAL or d is _UNIVERSAL:
+                plain = False
             ds.append(d)
+        if plain:  # intersect(*ds) without its general pass: dedupe, sort, intern
+            if len(ds) == 2:
+                x, y = ds
+                if x is y:
+                    return x
+                pair = (x, y) if x.uid < y.uid else (y, x)
+                return _intern(K_AND, pair, x.nullable and y.nullable, F_BOOLEAN | x.flags | y.flags)
+            uniq = set(ds)
+            if len(uniq) == 1:
+                return ds[0]
+            args = tuple(sorted(uniq, key=_key))
+            return _intern(K_AND, args, all(m.nullable for m in args), F_BOOLEAN | _flags(*args))
         return intersect(*ds)
     if k == K_NOT:
         inner = node.args[0]
@@ -533,6 +548,9 @@ def _derive(node: Node, b: int) -> Node:
         inner, mask = node.args
         return EMPTY if mask >> b & 1 else hide(derivative(inner, b), mask)
     return EMPTY  # ∅, ε
+
+
+_AND_SPECIAL = frozenset((K_AND, K_BYTES, K_EPS))  # members ``intersect`` rewrites
 
 
 def _head_derivative(a: Node, rest: Node, b: int) -> Node:
@@ -622,16 +640,14 @@ def byte_classes(nodes: Iterable[Node]) -> list[int]:
 def classes_of(nodes: Iterable[Node]) -> tuple[int, ...]:
     """``byte_classes`` as the memoised tuple itself (equal mask sets give the same tuple
     object while the memo holds it); do not mutate."""
-    ms: set[int] = set()
-    for n in nodes:
-        ms.update(n._firsts if n._firsts is not None else firsts(n))
-    ms.discard(ALL_BYTES_MASK)
-    if not ms:
+    key = frozenset().union(*[n._firsts or firsts(n) for n in nodes])  # one C call
+    if ALL_BYTES_MASK in key:
+        key = key - _ALL_SET
+    if not key:
         return _ALL_CLASSES
-    key = frozenset(ms)
     r = _CLASS_MEMO.get(key)
     if r is None:
-        r = _refine(ms) if len(ms) <= 150 else _refine_many(ms)
+        r = _refine(key) if len(key) <= 150 else _refine_many(key)
         if len(_CLASS_MEMO) < 200_000:
             _CLASS_MEMO[key] = r
     return r
@@ -639,9 +655,10 @@ def classes_of(nodes: Iterable[Node]) -> tuple[int, ...]:
 
 _CLASS_MEMO: dict[frozenset[int], tuple[int, ...]] = {}
 _ALL_CLASSES = (ALL_BYTES_MASK,)
+_ALL_SET = frozenset((ALL_BYTES_MASK,))
 
 
-def _refine(masks: set[int]) -> tuple[int, ...]:
+def _refine(masks: frozenset[int]) -> tuple[int, ...]:
     # single bytes (literals) are classes of their own: split them off at the end, in one
     # pass, instead of one pass over the classes each
     singles = [m for m in masks if not m & (m - 1)]

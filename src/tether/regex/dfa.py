@@ -32,6 +32,10 @@ from ..limits import Limits, check_deadline, current
 from .ast import (
     EMPTY,
     F_BOOLEAN,
+    K_ALT,
+    K_CONCAT,
+    K_HIDE,
+    K_REPEAT,
     Node,
     byte_classes,
     classes_of,
@@ -224,6 +228,7 @@ class LexerDfa:
         done: list[tuple[int, int]] = []  # (class, target)
         npairs = len(pairs)
         ids = self._ids
+        empty_memo = self._empty_memo
         for cls in pending:
             if need is not None and not cls & need:
                 if npairs > extra:  # an unneeded class: only in a state with few terminals
@@ -233,11 +238,21 @@ class LexerDfa:
             b = (cls & -cls).bit_length() - 1  # lowest byte of the class
             nxt = []
             if rows is not None:  # a small state: each node derives by its own class
-                for t, n, index, reps in rows:
-                    d = self._live_derivative(n, reps[index[b]])
-                    if d is not None:
-                        nxt.append((t, d))
-            else:
+                for t, n, index, reps in rows:  # _live_derivative, inline
+                    rb = reps[index[b]]
+                    d = n._deriv.get(rb)
+                    if d is None:
+                        d = derivative(n, rb)
+                    if d is EMPTY:
+                        continue
+                    if d.flags & F_BOOLEAN:
+                        e = empty_memo.get(d)
+                        if e is None:
+                            e = self._is_empty(d)
+                        if e:
+                            continue
+                    nxt.append((t, d))
+            else:  # a large state: the pairs whose first bytes meet the class
                 idx: list[int] = []
                 parts = 0
                 for fb, ix in groups:
@@ -248,9 +263,18 @@ class LexerDfa:
                     idx.sort()
                 for i in idx:
                     t, n = pairs[i]
-                    d = self._live_derivative(n, b)
-                    if d is not None:
-                        nxt.append((t, d))
+                    d = n._deriv.get(b)
+                    if d is None:
+                        d = derivative(n, b)
+                    if d is EMPTY:
+                        continue
+                    if d.flags & F_BOOLEAN:
+                        e = empty_memo.get(d)
+                        if e is None:
+                            e = self._is_empty(d)
+                        if e:
+                            continue
+                    nxt.append((t, d))
             if nxt:
                 key = tuple(nxt)
                 target = ids.get(key)
@@ -294,14 +318,22 @@ class LexerDfa:
                 return False
         ids = self._ids
         deriv = n._deriv
+        empty_memo = self._empty_memo
         targets = []
         for b in n._reps:
             d = deriv.get(b)
             if d is None:
                 d = derivative(n, b)
-            if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
+            if d is EMPTY:
                 targets.append(DEAD)
                 continue
+            if d.flags & F_BOOLEAN:
+                e = empty_memo.get(d)
+                if e is None:
+                    e = self._is_empty(d)
+                if e:
+                    targets.append(DEAD)
+                    continue
             key = ((t, d),)
             sid = ids.get(key)
             if sid is None:
@@ -333,7 +365,12 @@ class LexerDfa:
             return [pairs, None, list(classes), classes, rows]
         groups: dict[int, list[int]] = {}
         for i, (_, n) in enumerate(pairs):
-            groups.setdefault(first_bytes(n), []).append(i)
+            fb = n._first_bytes
+            g = groups.get(first_bytes(n) if fb < 0 else fb)
+            if g is None:
+                groups[n._first_bytes] = [i]
+            else:
+                g.append(i)
         return [pairs, list(groups.items()), list(classes), classes, None]
 
     def step(self, state: int, byte: int) -> int:
@@ -517,18 +554,64 @@ def matches(node: Node, data: bytes | str) -> bool:
 
 def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None = None) -> bool | None:
     """Whether ``L(node)`` is empty: True, False, or None if ``limit`` derivatives did not
-    decide it. Explores derivatives (by byte class) breadth first; ``known`` (node → empty?)
-    short-cuts nodes decided before and receives what this search decides: every node
-    on the path to a nullable derivative is non-empty, and when nothing nullable is
-    reachable every node seen is empty. (Derivatives of a counted intersection, such as a
-    JSON string with both ``maxLength`` and a word-count ``pattern``, then find a known
-    node within a few steps instead of searching again.)"""
+    decide it. A concatenation is empty iff one of its parts is, an alternation iff all
+    its members are, ``x{lo,hi}`` (``lo > 0``) and ``hide`` iff their inner node is: these
+    are decided from their boolean parts (each decided once, and shared by the many
+    derivatives that differ only around them: ``ws{0,k} " (string & ~keys) " :``).
+    Intersections and complements explore derivatives (by byte class) breadth first;
+    ``known`` (node → empty?) short-cuts nodes decided before and receives what this
+    search decides: every node on the path to a nullable derivative is non-empty, and
+    when nothing nullable is reachable every node seen is empty. (Derivatives of a
+    counted intersection, such as a JSON string with both ``maxLength`` and a word-count
+    ``pattern``, then find a known node within a few steps instead of searching again.)"""
+    return _is_empty_at(node, limit, known, 0)
+
+
+def _is_empty_at(node: Node, limit: int, known: dict[Node, bool] | None, depth: int) -> bool | None:
+    """``is_empty`` of ``node``, ``depth`` structural steps below the node asked about
+    (past ``_SPLIT_DEPTH`` the node is searched whole)."""
     if node is EMPTY:
         return True
     if node.nullable:
         return False
     if not node.flags & F_BOOLEAN:
         return False  # ∅ is the only empty node without intersection/complement
+    if known is not None:
+        k = known.get(node)
+        if k is not None:
+            return k
+    kind = node.kind
+    if kind in _SPLIT and depth < _SPLIT_DEPTH:
+        if kind == K_CONCAT:  # empty iff a part is: walk the chain (no recursion along it)
+            parts = []
+            n = node
+            while n.kind == K_CONCAT:
+                parts.append(n.args[0])
+                n = n.args[1]
+            parts.append(n)
+            r: bool | None = False
+            for p in parts:
+                if p.flags & F_BOOLEAN:
+                    e = _is_empty_at(p, limit, known, depth + 1)
+                    if e:
+                        r = True
+                        break
+                    if e is None:
+                        r = None
+        elif kind == K_ALT:  # empty iff every member is
+            r = True
+            for m in node.args:
+                e = _is_empty_at(m, limit, known, depth + 1)
+                if e is False:
+                    r = False
+                    break
+                if e is None:
+                    r = None
+        else:  # K_REPEAT with lo > 0 (else nullable), K_HIDE: as their inner node
+            r = _is_empty_at(node.args[0], limit, known, depth + 1)
+        if known is not None and r is not None:
+            known[node] = r
+        return r
     parent: dict[Node, Node | None] = {node: None}
     todo = deque([node])  # breadth first: the shortest way to a nullable node is found first
     while todo:
@@ -558,6 +641,10 @@ def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None 
         for n in parent:
             known[n] = True
     return True
+
+
+_SPLIT = frozenset((K_CONCAT, K_ALT, K_REPEAT, K_HIDE))  # decided from their parts
+_SPLIT_DEPTH = 64  # nesting followed by is_empty's splitting (deeper: searched whole)
 
 
 def _mark_path(known: dict[Node, bool], parent: dict[Node, Node | None], n: Node | None) -> None:
