@@ -569,6 +569,20 @@ def _head_derivative(a: Node, rest: Node, b: int) -> Node:
     return _concat2(da, rest)
 
 
+_SAME_FIRSTS = frozenset((K_STAR, K_REPEAT, K_NOT))  # firsts: those of args[0]
+
+
+def firsts_child(node: Node) -> Node | None:
+    """The child with the same ``firsts`` as ``node`` (so the same byte classes): the
+    head of a concatenation whose head is not nullable, the body of a star, repeat or
+    complement; None for other nodes."""
+    k = node.kind
+    if k in _SAME_FIRSTS or (k == K_CONCAT and not node.args[0].nullable):
+        child: Node = node.args[0]
+        return child
+    return None
+
+
 def firsts(node: Node) -> tuple[int, ...]:
     """Byte masks whose membership decides the node's derivative (cached).
 
@@ -576,6 +590,10 @@ def firsts(node: Node) -> tuple[int, ...]:
     """
     f = node._firsts
     if f is None:
+        inner = firsts_child(node)
+        if inner is not None:  # the child's tuple itself
+            f = node._firsts = inner._firsts if inner._firsts is not None else firsts(inner)
+            return f
         k = node.kind
         acc: set[int] = set()
         if k == K_BYTES:
@@ -621,7 +639,9 @@ def node_classes(node: Node) -> tuple[int, ...]:
     """``byte_classes((node,))`` as a tuple, cached on the node (do not mutate)."""
     c = node._classes
     if c is None:
-        c = node._classes = classes_of((node,))
+        child = firsts_child(node)
+        c = classes_of((node,)) if child is None else node_classes(child)
+        node._classes = c
     return c
 
 

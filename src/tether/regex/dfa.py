@@ -41,6 +41,7 @@ from .ast import (
     classes_of,
     derivative,
     first_bytes,
+    firsts_child,
     lowest_byte,
     mask_bytes,
     node_classes,
@@ -287,13 +288,19 @@ class LexerDfa:
         if whole is not None and not keep:
             _writer(whole)(table, state, [tg for _, tg in done])
         else:
+            row = table[state]
             for cls, target in done:
                 if cls & (cls - 1) == 0:
-                    table[state, cls.bit_length() - 1] = target  # one byte
-                elif cls == ALL_BYTES:
-                    table[state] = target
+                    row[cls.bit_length() - 1] = target  # one byte
+                    continue
+                runs = _RUNS.get(cls)
+                if runs is None:
+                    runs = _class_runs(cls)
+                if runs:
+                    for lo, hi in runs:
+                        row[lo:hi] = target
                 else:
-                    table[state, class_mask(cls)] = target
+                    row[class_mask(cls)] = target
         if keep:
             plan[2] = keep
             plan[3] = None
@@ -352,9 +359,9 @@ class LexerDfa:
         pairs = self._states[state]
         if not pairs:
             return [pairs, None, [], None, None]
-        classes = classes_of([n for _, n in pairs])
         if len(pairs) <= _SMALL:
             rows = []
+            parts = []
             for t, n in pairs:
                 if n._write is None:
                     _prepare(n)
@@ -362,7 +369,20 @@ class LexerDfa:
                 if index is None:
                     index = n._index = _class_index(n._classes or ())  # set by _prepare
                 rows.append((t, n, index, n._reps))
+                parts.append(id(n._classes))
+            # the state's classes: the common refinement of its nodes' classes, cached by
+            # the identities of their class tuples (classes_of returns one tuple object
+            # per mask set, so nodes with equal firsts share it)
+            key = tuple(parts)
+            hit = _JOINS.get(key)
+            if hit is None:
+                classes = classes_of([n for _, n in pairs])
+                if len(_JOINS) < 200_000:  # the value keeps the keyed tuples alive
+                    _JOINS[key] = (classes, [n._classes for _, n in pairs])
+            else:
+                classes = hit[0]
             return [pairs, None, list(classes), classes, rows]
+        classes = classes_of([n for _, n in pairs])
         groups: dict[int, list[int]] = {}
         for i, (_, n) in enumerate(pairs):
             fb = n._first_bytes
@@ -498,6 +518,19 @@ def _writer(classes: tuple[int, ...]) -> Writer:
     return w
 
 
+_RUNS: dict[int, tuple[tuple[int, int], ...]] = {}
+
+
+def _class_runs(cls: int) -> tuple[tuple[int, int], ...]:
+    """The byte ranges of a class when there are at most 4 (slice stores beat a boolean
+    mask store there), else ``()``; cached per class."""
+    runs = _runs(cls)
+    r = tuple(runs) if len(runs) <= 4 else ()
+    if len(_RUNS) < 100_000:
+        _RUNS[cls] = r
+    return r
+
+
 def _runs(mask: int) -> list[tuple[int, int]]:
     """The maximal byte ranges ``[lo, hi)`` of a 256-bit mask, increasing."""
     out = []
@@ -511,7 +544,15 @@ def _runs(mask: int) -> list[tuple[int, int]]:
 
 
 def _prepare(n: Node) -> Writer:
-    """Cache on ``n`` its classes, the lowest byte of each and their row writer."""
+    """Cache on ``n`` its classes, the lowest byte of each and their row writer (those
+    of its first child when it has the same first bytes: a literal's, a star's...)."""
+    inner = firsts_child(n)
+    if inner is not None:
+        w = inner._write
+        if w is None:
+            w = _prepare(inner)
+        n._classes, n._reps, n._write = inner._classes, inner._reps, w
+        return w
     classes = node_classes(n)
     n._reps = tuple((c & -c).bit_length() - 1 for c in classes)
     w = n._write = _writer(classes)
@@ -519,6 +560,8 @@ def _prepare(n: Node) -> Writer:
 
 
 _SMALL = 16  # states of at most this many terminals derive through node rows
+# ids of the class tuples of a small state's nodes -> (the state's classes, those tuples)
+_JOINS: dict[tuple[int, ...], tuple[tuple[int, ...], list[Any]]] = {}
 _INDEX: dict[tuple[int, ...], bytes] = {}
 
 
