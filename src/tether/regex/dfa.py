@@ -77,6 +77,7 @@ class LexerDfa:
         self._live: list[tuple[int, ...]] = []
         self._start_cache: dict[frozenset[int] | None, int] = {}
         self._empty_memo: dict[Node, bool] = {}
+        self._ones: dict[int, tuple[int]] = {}  # terminal -> (terminal,), shared by states
         self._pending: dict[int, list[Any]] = {}  # state -> _plan
         cap = self._cap = 16
         self.table: NDArray[np.int32] = np.full((cap, 256), UNKNOWN, dtype=np.int32)
@@ -91,6 +92,10 @@ class LexerDfa:
         sid = self._ids.get(state)
         if sid is not None:
             return sid
+        return self._new_state(state)
+
+    def _new_state(self, state: State) -> int:
+        """Intern ``state`` (not interned yet) as the next state id."""
         sid = len(self._states)
         check_deadline("building a lexer DFA")
         if sid >= self.max_states:
@@ -108,15 +113,21 @@ class LexerDfa:
         self._states.append(state)
         if len(state) == 1:
             t, n = state[0]
-            acc: tuple[int, ...] = (t,) if n.nullable else ()
-            self._accepting.append(acc)
-            self._live.append((t,))
-        else:
-            acc = tuple([t for t, n in state if n.nullable])
-            self._accepting.append(acc)
-            self._live.append(tuple([t for t, _ in state]))
-            if not state:
-                self.table[sid] = DEAD
+            one = self._ones.get(t)
+            if one is None:
+                one = self._ones[t] = (t,)
+            self._live.append(one)
+            if n.nullable:
+                self._accepting.append(one)
+                self.accepts[sid] = 1
+            else:
+                self._accepting.append(())
+            return sid
+        acc = tuple([t for t, n in state if n.nullable])
+        self._accepting.append(acc)
+        self._live.append(tuple([t for t, _ in state]))
+        if not state:
+            self.table[sid] = DEAD
         if acc:
             self.accepts[sid] = 1
         return sid
@@ -280,7 +291,7 @@ class LexerDfa:
                 key = tuple(nxt)
                 target = ids.get(key)
                 if target is None:
-                    target = self._state_id(key)
+                    target = self._new_state(key)
             else:
                 target = DEAD
             done.append((cls, target))
@@ -344,7 +355,7 @@ class LexerDfa:
             key = ((t, d),)
             sid = ids.get(key)
             if sid is None:
-                sid = self._state_id(key)
+                sid = self._new_state(key)
             targets.append(sid)
         write(self.table, state, targets)
         self._pending[state] = _FILLED
@@ -554,9 +565,19 @@ def _prepare(n: Node) -> Writer:
         n._classes, n._reps, n._write = inner._classes, inner._reps, w
         return w
     classes = node_classes(n)
-    n._reps = tuple((c & -c).bit_length() - 1 for c in classes)
-    w = n._write = _writer(classes)
+    hit = _PREPARED.get(id(classes))
+    if hit is None or hit[0] is not classes:  # (an id outlives its tuple only off the memo)
+        hit = (classes, tuple([(c & -c).bit_length() - 1 for c in classes]), _writer(classes))
+        if len(_PREPARED) < 100_000:
+            _PREPARED[id(classes)] = hit
+    _, n._reps, w = hit
+    n._write = w
     return w
+
+
+# id of a class tuple -> (the tuple, its lowest bytes, its writer): nodes of equal firsts
+# share one class tuple (classes_of's memo), so this skips hashing the tuple's masks
+_PREPARED: dict[int, tuple[tuple[int, ...], tuple[int, ...], Writer]] = {}
 
 
 _SMALL = 16  # states of at most this many terminals derive through node rows
