@@ -628,12 +628,14 @@ def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None 
     when nothing nullable is reachable every node seen is empty. (Derivatives of a
     counted intersection, such as a JSON string with both ``maxLength`` and a word-count
     ``pattern``, then find a known node within a few steps instead of searching again.)"""
-    return _is_empty_at(node, limit, known, 0)
+    return _is_empty_at(node, [limit], known, 0)
 
 
-def _is_empty_at(node: Node, limit: int, known: dict[Node, bool] | None, depth: int) -> bool | None:
+def _is_empty_at(node: Node, budget: list[int], known: dict[Node, bool] | None, depth: int) -> bool | None:
     """``is_empty`` of ``node``, ``depth`` structural steps below the node asked about
-    (past ``_SPLIT_DEPTH`` the node is searched whole)."""
+    (past ``_SPLIT_DEPTH`` the node is searched whole). ``budget[0]``: the nodes the
+    searches may still visit, shared by every part of one ``is_empty`` call (so
+    splitting never searches more than ``limit`` nodes in all)."""
     if node is EMPTY:
         return True
     if node.nullable:
@@ -656,7 +658,7 @@ def _is_empty_at(node: Node, limit: int, known: dict[Node, bool] | None, depth: 
             r: bool | None = False
             for p in parts:
                 if p.flags & F_BOOLEAN:
-                    e = _is_empty_at(p, limit, known, depth + 1)
+                    e = _is_empty_at(p, budget, known, depth + 1)
                     if e:
                         r = True
                         break
@@ -665,18 +667,19 @@ def _is_empty_at(node: Node, limit: int, known: dict[Node, bool] | None, depth: 
         elif kind == K_ALT:  # empty iff every member is
             r = True
             for m in node.args:
-                e = _is_empty_at(m, limit, known, depth + 1)
+                e = _is_empty_at(m, budget, known, depth + 1)
                 if e is False:
                     r = False
                     break
                 if e is None:
                     r = None
         else:  # K_REPEAT with lo > 0 (else nullable), K_HIDE: as their inner node
-            r = _is_empty_at(node.args[0], limit, known, depth + 1)
+            r = _is_empty_at(node.args[0], budget, known, depth + 1)
         if known is not None and r is not None:
             known[node] = r
         return r
     parent: dict[Node, Node | None] = {node: None}
+    budget[0] -= 1
     todo = deque([node])  # breadth first: the shortest way to a nullable node is found first
     while todo:
         n = todo.popleft()
@@ -697,8 +700,9 @@ def _is_empty_at(node: Node, limit: int, known: dict[Node, bool] | None, depth: 
                 if known is not None:
                     _mark_path(known, parent, n)
                 return False
-            if len(parent) >= limit:
+            if budget[0] <= 0:
                 return None
+            budget[0] -= 1
             parent[d] = n
             todo.append(d)
     if known is not None:
