@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..limits import check_deadline
+from .partition import partition
 
 # node kinds
 K_EMPTY, K_EPS, K_BYTES, K_CONCAT, K_ALT, K_STAR, K_REPEAT, K_AND, K_NOT, K_HIDE = range(10)
@@ -665,58 +666,11 @@ def classes_of(nodes: Iterable[Node]) -> tuple[int, ...]:
         key = key - _ALL_SET
     if not key:
         return _ALL_CLASSES
-    r = _CLASS_MEMO.get(key)
-    if r is None:
-        r = _refine(key) if len(key) <= 150 else _refine_many(key)
-        if len(_CLASS_MEMO) < 200_000:
-            _CLASS_MEMO[key] = r
-    return r
+    return partition(key)
 
 
-_CLASS_MEMO: dict[frozenset[int], tuple[int, ...]] = {}
 _ALL_CLASSES = (ALL_BYTES_MASK,)
 _ALL_SET = frozenset((ALL_BYTES_MASK,))
-
-
-def _refine(masks: frozenset[int]) -> tuple[int, ...]:
-    # single bytes (literals) are classes of their own: split them off at the end, in one
-    # pass, instead of one pass over the classes each
-    singles = [m for m in masks if not m & (m - 1)]
-    classes = [ALL_BYTES_MASK]
-    for m in masks:
-        if not m & (m - 1):
-            continue
-        nxt = []
-        for c in classes:
-            inside = c & m
-            if inside and inside != c:
-                nxt.append(inside)
-                nxt.append(c & ~m)
-            else:
-                nxt.append(c)
-        classes = nxt
-    if singles:
-        sm = 0
-        for m in singles:
-            sm |= m
-        classes = [r for r in (c & ~sm for c in classes) if r]
-        classes.extend(singles)
-    return tuple(classes)
-
-
-def _refine_many(masks: Iterable[int]) -> tuple[int, ...]:
-    """As ``_refine``, by grouping bytes with equal membership signatures (numpy)."""
-    import numpy as np
-
-    ms = list(masks)
-    raw = np.frombuffer(b"".join(m.to_bytes(32, "little") for m in ms), np.uint8)
-    bits = np.unpackbits(raw.reshape(len(ms), 32), axis=1, bitorder="little")  # masks × 256
-    sig = np.ascontiguousarray(np.packbits(bits, axis=0).T)  # 256 × ceil(#masks / 8)
-    _, first, inv = np.unique(sig, axis=0, return_index=True, return_inverse=True)
-    out = [0] * len(first)
-    for b, c in enumerate(inv.reshape(-1).tolist()):
-        out[c] |= 1 << b
-    return tuple(out)
 
 
 def lowest_byte(mask: int) -> int:
