@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..limits import check_deadline
+from .partition import partition
 
 # node kinds
 K_EMPTY, K_EPS, K_BYTES, K_CONCAT, K_ALT, K_STAR, K_REPEAT, K_AND, K_NOT, K_HIDE = range(10)
@@ -515,13 +516,28 @@ def _derive(node: Node, b: int) -> Node:
         return concat(da, repeat(inner, max(lo - 1, 0), INF if hi == INF else hi - 1))
     if k == K_AND:
         ds = []
+        plain = True  # no member that ``intersect`` would flatten, merge or drop
         for m in node.args:
             d = m._deriv.get(b)
             if d is None:
                 d = derivative(m, b)
             if d is EMPTY:
                 return EMPTY
+            if d.kind in _AND_SPECIAL or d is _UNIVERSAL:
+                plain = False
             ds.append(d)
+        if plain:  # intersect(*ds) without its general pass: dedupe, sort, intern
+            if len(ds) == 2:
+                x, y = ds
+                if x is y:
+                    return x
+                pair = (x, y) if x.uid < y.uid else (y, x)
+                return _intern(K_AND, pair, x.nullable and y.nullable, F_BOOLEAN | x.flags | y.flags)
+            uniq = set(ds)
+            if len(uniq) == 1:
+                return ds[0]
+            args = tuple(sorted(uniq, key=_key))
+            return _intern(K_AND, args, all(m.nullable for m in args), F_BOOLEAN | _flags(*args))
         return intersect(*ds)
     if k == K_NOT:
         inner = node.args[0]
@@ -533,6 +549,9 @@ def _derive(node: Node, b: int) -> Node:
         inner, mask = node.args
         return EMPTY if mask >> b & 1 else hide(derivative(inner, b), mask)
     return EMPTY  # ∅, ε
+
+
+_AND_SPECIAL = frozenset((K_AND, K_BYTES, K_EPS))  # members ``intersect`` rewrites
 
 
 def _head_derivative(a: Node, rest: Node, b: int) -> Node:
@@ -551,6 +570,20 @@ def _head_derivative(a: Node, rest: Node, b: int) -> Node:
     return _concat2(da, rest)
 
 
+_SAME_FIRSTS = frozenset((K_STAR, K_REPEAT, K_NOT))  # firsts: those of args[0]
+
+
+def firsts_child(node: Node) -> Node | None:
+    """The child with the same ``firsts`` as ``node`` (so the same byte classes): the
+    head of a concatenation whose head is not nullable, the body of a star, repeat or
+    complement; None for other nodes."""
+    k = node.kind
+    if k in _SAME_FIRSTS or (k == K_CONCAT and not node.args[0].nullable):
+        child: Node = node.args[0]
+        return child
+    return None
+
+
 def firsts(node: Node) -> tuple[int, ...]:
     """Byte masks whose membership decides the node's derivative (cached).
 
@@ -558,6 +591,10 @@ def firsts(node: Node) -> tuple[int, ...]:
     """
     f = node._firsts
     if f is None:
+        inner = firsts_child(node)
+        if inner is not None:  # the child's tuple itself
+            f = node._firsts = inner._firsts if inner._firsts is not None else firsts(inner)
+            return f
         k = node.kind
         acc: set[int] = set()
         if k == K_BYTES:
@@ -603,7 +640,9 @@ def node_classes(node: Node) -> tuple[int, ...]:
     """``byte_classes((node,))`` as a tuple, cached on the node (do not mutate)."""
     c = node._classes
     if c is None:
-        c = node._classes = classes_of((node,))
+        child = firsts_child(node)
+        c = classes_of((node,)) if child is None else node_classes(child)
+        node._classes = c
     return c
 
 
@@ -622,64 +661,16 @@ def byte_classes(nodes: Iterable[Node]) -> list[int]:
 def classes_of(nodes: Iterable[Node]) -> tuple[int, ...]:
     """``byte_classes`` as the memoised tuple itself (equal mask sets give the same tuple
     object while the memo holds it); do not mutate."""
-    ms: set[int] = set()
-    for n in nodes:
-        ms.update(n._firsts if n._firsts is not None else firsts(n))
-    ms.discard(ALL_BYTES_MASK)
-    if not ms:
+    key = frozenset().union(*[n._firsts or firsts(n) for n in nodes])  # one C call
+    if ALL_BYTES_MASK in key:
+        key = key - _ALL_SET
+    if not key:
         return _ALL_CLASSES
-    key = frozenset(ms)
-    r = _CLASS_MEMO.get(key)
-    if r is None:
-        r = _refine(ms) if len(ms) <= 150 else _refine_many(ms)
-        if len(_CLASS_MEMO) < 200_000:
-            _CLASS_MEMO[key] = r
-    return r
+    return partition(key)
 
 
-_CLASS_MEMO: dict[frozenset[int], tuple[int, ...]] = {}
 _ALL_CLASSES = (ALL_BYTES_MASK,)
-
-
-def _refine(masks: set[int]) -> tuple[int, ...]:
-    # single bytes (literals) are classes of their own: split them off at the end, in one
-    # pass, instead of one pass over the classes each
-    singles = [m for m in masks if not m & (m - 1)]
-    classes = [ALL_BYTES_MASK]
-    for m in masks:
-        if not m & (m - 1):
-            continue
-        nxt = []
-        for c in classes:
-            inside = c & m
-            if inside and inside != c:
-                nxt.append(inside)
-                nxt.append(c & ~m)
-            else:
-                nxt.append(c)
-        classes = nxt
-    if singles:
-        sm = 0
-        for m in singles:
-            sm |= m
-        classes = [r for r in (c & ~sm for c in classes) if r]
-        classes.extend(singles)
-    return tuple(classes)
-
-
-def _refine_many(masks: Iterable[int]) -> tuple[int, ...]:
-    """As ``_refine``, by grouping bytes with equal membership signatures (numpy)."""
-    import numpy as np
-
-    ms = list(masks)
-    raw = np.frombuffer(b"".join(m.to_bytes(32, "little") for m in ms), np.uint8)
-    bits = np.unpackbits(raw.reshape(len(ms), 32), axis=1, bitorder="little")  # masks × 256
-    sig = np.ascontiguousarray(np.packbits(bits, axis=0).T)  # 256 × ceil(#masks / 8)
-    _, first, inv = np.unique(sig, axis=0, return_index=True, return_inverse=True)
-    out = [0] * len(first)
-    for b, c in enumerate(inv.reshape(-1).tolist()):
-        out[c] |= 1 << b
-    return tuple(out)
+_ALL_SET = frozenset((ALL_BYTES_MASK,))
 
 
 def lowest_byte(mask: int) -> int:

@@ -32,11 +32,16 @@ from ..limits import Limits, check_deadline, current
 from .ast import (
     EMPTY,
     F_BOOLEAN,
+    K_ALT,
+    K_CONCAT,
+    K_HIDE,
+    K_REPEAT,
     Node,
     byte_classes,
     classes_of,
     derivative,
     first_bytes,
+    firsts_child,
     lowest_byte,
     mask_bytes,
     node_classes,
@@ -72,6 +77,7 @@ class LexerDfa:
         self._live: list[tuple[int, ...]] = []
         self._start_cache: dict[frozenset[int] | None, int] = {}
         self._empty_memo: dict[Node, bool] = {}
+        self._ones: dict[int, tuple[int]] = {}  # terminal -> (terminal,), shared by states
         self._pending: dict[int, list[Any]] = {}  # state -> _plan
         cap = self._cap = 16
         self.table: NDArray[np.int32] = np.full((cap, 256), UNKNOWN, dtype=np.int32)
@@ -86,6 +92,10 @@ class LexerDfa:
         sid = self._ids.get(state)
         if sid is not None:
             return sid
+        return self._new_state(state)
+
+    def _new_state(self, state: State) -> int:
+        """Intern ``state`` (not interned yet) as the next state id."""
         sid = len(self._states)
         check_deadline("building a lexer DFA")
         if sid >= self.max_states:
@@ -103,15 +113,21 @@ class LexerDfa:
         self._states.append(state)
         if len(state) == 1:
             t, n = state[0]
-            acc: tuple[int, ...] = (t,) if n.nullable else ()
-            self._accepting.append(acc)
-            self._live.append((t,))
-        else:
-            acc = tuple([t for t, n in state if n.nullable])
-            self._accepting.append(acc)
-            self._live.append(tuple([t for t, _ in state]))
-            if not state:
-                self.table[sid] = DEAD
+            one = self._ones.get(t)
+            if one is None:
+                one = self._ones[t] = (t,)
+            self._live.append(one)
+            if n.nullable:
+                self._accepting.append(one)
+                self.accepts[sid] = 1
+            else:
+                self._accepting.append(())
+            return sid
+        acc = tuple([t for t, n in state if n.nullable])
+        self._accepting.append(acc)
+        self._live.append(tuple([t for t, _ in state]))
+        if not state:
+            self.table[sid] = DEAD
         if acc:
             self.accepts[sid] = 1
         return sid
@@ -224,6 +240,7 @@ class LexerDfa:
         done: list[tuple[int, int]] = []  # (class, target)
         npairs = len(pairs)
         ids = self._ids
+        empty_memo = self._empty_memo
         for cls in pending:
             if need is not None and not cls & need:
                 if npairs > extra:  # an unneeded class: only in a state with few terminals
@@ -233,11 +250,21 @@ class LexerDfa:
             b = (cls & -cls).bit_length() - 1  # lowest byte of the class
             nxt = []
             if rows is not None:  # a small state: each node derives by its own class
-                for t, n, index, reps in rows:
-                    d = self._live_derivative(n, reps[index[b]])
-                    if d is not None:
-                        nxt.append((t, d))
-            else:
+                for t, n, index, reps in rows:  # _live_derivative, inline
+                    rb = reps[index[b]]
+                    d = n._deriv.get(rb)
+                    if d is None:
+                        d = derivative(n, rb)
+                    if d is EMPTY:
+                        continue
+                    if d.flags & F_BOOLEAN:
+                        e = empty_memo.get(d)
+                        if e is None:
+                            e = self._is_empty(d)
+                        if e:
+                            continue
+                    nxt.append((t, d))
+            else:  # a large state: the pairs whose first bytes meet the class
                 idx: list[int] = []
                 parts = 0
                 for fb, ix in groups:
@@ -248,14 +275,23 @@ class LexerDfa:
                     idx.sort()
                 for i in idx:
                     t, n = pairs[i]
-                    d = self._live_derivative(n, b)
-                    if d is not None:
-                        nxt.append((t, d))
+                    d = n._deriv.get(b)
+                    if d is None:
+                        d = derivative(n, b)
+                    if d is EMPTY:
+                        continue
+                    if d.flags & F_BOOLEAN:
+                        e = empty_memo.get(d)
+                        if e is None:
+                            e = self._is_empty(d)
+                        if e:
+                            continue
+                    nxt.append((t, d))
             if nxt:
                 key = tuple(nxt)
                 target = ids.get(key)
                 if target is None:
-                    target = self._state_id(key)
+                    target = self._new_state(key)
             else:
                 target = DEAD
             done.append((cls, target))
@@ -263,13 +299,19 @@ class LexerDfa:
         if whole is not None and not keep:
             _writer(whole)(table, state, [tg for _, tg in done])
         else:
+            row = table[state]
             for cls, target in done:
                 if cls & (cls - 1) == 0:
-                    table[state, cls.bit_length() - 1] = target  # one byte
-                elif cls == ALL_BYTES:
-                    table[state] = target
+                    row[cls.bit_length() - 1] = target  # one byte
+                    continue
+                runs = _RUNS.get(cls)
+                if runs is None:
+                    runs = _class_runs(cls)
+                if runs:
+                    for lo, hi in runs:
+                        row[lo:hi] = target
                 else:
-                    table[state, class_mask(cls)] = target
+                    row[class_mask(cls)] = target
         if keep:
             plan[2] = keep
             plan[3] = None
@@ -294,18 +336,26 @@ class LexerDfa:
                 return False
         ids = self._ids
         deriv = n._deriv
+        empty_memo = self._empty_memo
         targets = []
         for b in n._reps:
             d = deriv.get(b)
             if d is None:
                 d = derivative(n, b)
-            if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
+            if d is EMPTY:
                 targets.append(DEAD)
                 continue
+            if d.flags & F_BOOLEAN:
+                e = empty_memo.get(d)
+                if e is None:
+                    e = self._is_empty(d)
+                if e:
+                    targets.append(DEAD)
+                    continue
             key = ((t, d),)
             sid = ids.get(key)
             if sid is None:
-                sid = self._state_id(key)
+                sid = self._new_state(key)
             targets.append(sid)
         write(self.table, state, targets)
         self._pending[state] = _FILLED
@@ -320,9 +370,9 @@ class LexerDfa:
         pairs = self._states[state]
         if not pairs:
             return [pairs, None, [], None, None]
-        classes = classes_of([n for _, n in pairs])
         if len(pairs) <= _SMALL:
             rows = []
+            parts = []
             for t, n in pairs:
                 if n._write is None:
                     _prepare(n)
@@ -330,10 +380,28 @@ class LexerDfa:
                 if index is None:
                     index = n._index = _class_index(n._classes or ())  # set by _prepare
                 rows.append((t, n, index, n._reps))
+                parts.append(id(n._classes))
+            # the state's classes: the common refinement of its nodes' classes, cached by
+            # the identities of their class tuples (classes_of returns one tuple object
+            # per mask set, so nodes with equal firsts share it)
+            key = tuple(parts)
+            hit = _JOINS.get(key)
+            if hit is None:
+                classes = classes_of([n for _, n in pairs])
+                if len(_JOINS) < 200_000:  # the value keeps the keyed tuples alive
+                    _JOINS[key] = (classes, [n._classes for _, n in pairs])
+            else:
+                classes = hit[0]
             return [pairs, None, list(classes), classes, rows]
+        classes = classes_of([n for _, n in pairs])
         groups: dict[int, list[int]] = {}
         for i, (_, n) in enumerate(pairs):
-            groups.setdefault(first_bytes(n), []).append(i)
+            fb = n._first_bytes
+            g = groups.get(first_bytes(n) if fb < 0 else fb)
+            if g is None:
+                groups[n._first_bytes] = [i]
+            else:
+                g.append(i)
         return [pairs, list(groups.items()), list(classes), classes, None]
 
     def step(self, state: int, byte: int) -> int:
@@ -461,6 +529,19 @@ def _writer(classes: tuple[int, ...]) -> Writer:
     return w
 
 
+_RUNS: dict[int, tuple[tuple[int, int], ...]] = {}
+
+
+def _class_runs(cls: int) -> tuple[tuple[int, int], ...]:
+    """The byte ranges of a class when there are at most 4 (slice stores beat a boolean
+    mask store there), else ``()``; cached per class."""
+    runs = _runs(cls)
+    r = tuple(runs) if len(runs) <= 4 else ()
+    if len(_RUNS) < 100_000:
+        _RUNS[cls] = r
+    return r
+
+
 def _runs(mask: int) -> list[tuple[int, int]]:
     """The maximal byte ranges ``[lo, hi)`` of a 256-bit mask, increasing."""
     out = []
@@ -474,14 +555,34 @@ def _runs(mask: int) -> list[tuple[int, int]]:
 
 
 def _prepare(n: Node) -> Writer:
-    """Cache on ``n`` its classes, the lowest byte of each and their row writer."""
+    """Cache on ``n`` its classes, the lowest byte of each and their row writer (those
+    of its first child when it has the same first bytes: a literal's, a star's...)."""
+    inner = firsts_child(n)
+    if inner is not None:
+        w = inner._write
+        if w is None:
+            w = _prepare(inner)
+        n._classes, n._reps, n._write = inner._classes, inner._reps, w
+        return w
     classes = node_classes(n)
-    n._reps = tuple((c & -c).bit_length() - 1 for c in classes)
-    w = n._write = _writer(classes)
+    hit = _PREPARED.get(id(classes))
+    if hit is None or hit[0] is not classes:  # (an id outlives its tuple only off the memo)
+        hit = (classes, tuple([(c & -c).bit_length() - 1 for c in classes]), _writer(classes))
+        if len(_PREPARED) < 100_000:
+            _PREPARED[id(classes)] = hit
+    _, n._reps, w = hit
+    n._write = w
     return w
 
 
+# id of a class tuple -> (the tuple, its lowest bytes, its writer): nodes of equal firsts
+# share one class tuple (classes_of's memo), so this skips hashing the tuple's masks
+_PREPARED: dict[int, tuple[tuple[int, ...], tuple[int, ...], Writer]] = {}
+
+
 _SMALL = 16  # states of at most this many terminals derive through node rows
+# ids of the class tuples of a small state's nodes -> (the state's classes, those tuples)
+_JOINS: dict[tuple[int, ...], tuple[tuple[int, ...], list[Any]]] = {}
 _INDEX: dict[tuple[int, ...], bytes] = {}
 
 
@@ -517,19 +618,68 @@ def matches(node: Node, data: bytes | str) -> bool:
 
 def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None = None) -> bool | None:
     """Whether ``L(node)`` is empty: True, False, or None if ``limit`` derivatives did not
-    decide it. Explores derivatives (by byte class) breadth first; ``known`` (node → empty?)
-    short-cuts nodes decided before and receives what this search decides: every node
-    on the path to a nullable derivative is non-empty, and when nothing nullable is
-    reachable every node seen is empty. (Derivatives of a counted intersection, such as a
-    JSON string with both ``maxLength`` and a word-count ``pattern``, then find a known
-    node within a few steps instead of searching again.)"""
+    decide it. A concatenation is empty iff one of its parts is, an alternation iff all
+    its members are, ``x{lo,hi}`` (``lo > 0``) and ``hide`` iff their inner node is: these
+    are decided from their boolean parts (each decided once, and shared by the many
+    derivatives that differ only around them: ``ws{0,k} " (string & ~keys) " :``).
+    Intersections and complements explore derivatives (by byte class) breadth first;
+    ``known`` (node → empty?) short-cuts nodes decided before and receives what this
+    search decides: every node on the path to a nullable derivative is non-empty, and
+    when nothing nullable is reachable every node seen is empty. (Derivatives of a
+    counted intersection, such as a JSON string with both ``maxLength`` and a word-count
+    ``pattern``, then find a known node within a few steps instead of searching again.)"""
+    return _is_empty_at(node, [limit], known, 0)
+
+
+def _is_empty_at(node: Node, budget: list[int], known: dict[Node, bool] | None, depth: int) -> bool | None:
+    """``is_empty`` of ``node``, ``depth`` structural steps below the node asked about
+    (past ``_SPLIT_DEPTH`` the node is searched whole). ``budget[0]``: the nodes the
+    searches may still visit, shared by every part of one ``is_empty`` call (so
+    splitting never searches more than ``limit`` nodes in all)."""
     if node is EMPTY:
         return True
     if node.nullable:
         return False
     if not node.flags & F_BOOLEAN:
         return False  # ∅ is the only empty node without intersection/complement
+    if known is not None:
+        k = known.get(node)
+        if k is not None:
+            return k
+    kind = node.kind
+    if kind in _SPLIT and depth < _SPLIT_DEPTH:
+        if kind == K_CONCAT:  # empty iff a part is: walk the chain (no recursion along it)
+            parts = []
+            n = node
+            while n.kind == K_CONCAT:
+                parts.append(n.args[0])
+                n = n.args[1]
+            parts.append(n)
+            r: bool | None = False
+            for p in parts:
+                if p.flags & F_BOOLEAN:
+                    e = _is_empty_at(p, budget, known, depth + 1)
+                    if e:
+                        r = True
+                        break
+                    if e is None:
+                        r = None
+        elif kind == K_ALT:  # empty iff every member is
+            r = True
+            for m in node.args:
+                e = _is_empty_at(m, budget, known, depth + 1)
+                if e is False:
+                    r = False
+                    break
+                if e is None:
+                    r = None
+        else:  # K_REPEAT with lo > 0 (else nullable), K_HIDE: as their inner node
+            r = _is_empty_at(node.args[0], budget, known, depth + 1)
+        if known is not None and r is not None:
+            known[node] = r
+        return r
     parent: dict[Node, Node | None] = {node: None}
+    budget[0] -= 1
     todo = deque([node])  # breadth first: the shortest way to a nullable node is found first
     while todo:
         n = todo.popleft()
@@ -550,14 +700,19 @@ def is_empty(node: Node, *, limit: int = 10_000, known: dict[Node, bool] | None 
                 if known is not None:
                     _mark_path(known, parent, n)
                 return False
-            if len(parent) >= limit:
+            if budget[0] <= 0:
                 return None
+            budget[0] -= 1
             parent[d] = n
             todo.append(d)
     if known is not None:
         for n in parent:
             known[n] = True
     return True
+
+
+_SPLIT = frozenset((K_CONCAT, K_ALT, K_REPEAT, K_HIDE))  # decided from their parts
+_SPLIT_DEPTH = 64  # nesting followed by is_empty's splitting (deeper: searched whole)
 
 
 def _mark_path(known: dict[Node, bool], parent: dict[Node, Node | None], n: Node | None) -> None:
