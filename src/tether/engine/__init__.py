@@ -42,7 +42,7 @@ def warmup() -> None:
     token_moves(t, one, one, t, one, b"", 0, 0, one)  # Matcher.consume's fast path
     nonzero_words(np.zeros(1, np.uint32), np.zeros(1, i32), np.zeros(1, np.uint32))
     cols = np.zeros(1, np.intp)
-    row_min(t, 0, cols)  # slices.containment_depth and walk.lexeme_depth
+    row_min(t, 0, cols)  # walk.containment_depth and walk.lexeme_depth
     row_targets(t, 0, cols, cols, np.zeros(1, np.int64))
     fill_rows(np.zeros((1, 1), np.uint32), np.zeros((1, 5), np.int64), 0, 0)
     write_stored(np.zeros(1, np.uint32), 0, 0, 0, 0)

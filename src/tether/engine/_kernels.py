@@ -198,7 +198,7 @@ def row_min(table, state, cols):  # type: ignore[no-untyped-def]
 def row_targets(table, state, cols, nexts, out):  # type: ignore[no-untyped-def]
     """``row_min`` of ``cols`` if it is UNKNOWN or DEAD; else the distinct values of
     ``table[state, cols[i]] * 8 + nexts[i]`` (a next lexer state and a UTF-8 decoder
-    state, ``slices.containment_depth``'s pairs) written to ``out`` (as long as
+    state, ``walk.containment_depth``'s pairs) written to ``out`` (as long as
     ``cols``) in increasing order, and their number."""
     m = row_min(table, state, cols)
     if m < 0:

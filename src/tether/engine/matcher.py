@@ -376,7 +376,7 @@ class Matcher:
             )
             return False
         # a text token inside one lexeme: the slice containment of the new lexer state is
-        # at least the old one minus its length (see slices.containment_depth)
+        # at least the old one minus its length (see walk.containment_depth)
         self._hint = ((ls0, len(data)) if self._node == node0 and not start0 and not
                       self._start and self.cc.vindex.is_text_token(token) else None)
         self._out_len += len(data)

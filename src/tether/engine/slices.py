@@ -209,15 +209,20 @@ class VocabIndex:
         """The token is whole text characters (a slice token not cut inside a character)."""
         return bool(self._text_ids[token])
 
+    def _taken(self, depth_ok: int) -> int:
+        """How many slices, shortest first, are taken whole at containment depth ``depth_ok``."""
+        j = 0
+        while j < len(self.slices) and self.slice_tops[j] <= depth_ok:
+            j += 1
+        return j
+
     def parts_to_walk(self, depth_ok: int) -> tuple[TokenTrie, int, int,
                                                      NDArray[np.uint32] | None]:
         """``(trie, lo, hi, union)``: the nodes ``lo..hi-1`` of ``trie`` (whole subtrees of
         the root) hold every token to walk when every text string of up to ``depth_ok``
         bytes is safe, and ``union`` is the mask of the slices taken whole (None: the
         full trie is walked)."""
-        j = 0
-        while j < len(self.slices) and self.slice_tops[j] <= depth_ok:
-            j += 1
+        j = self._taken(depth_ok)
         if j == 0 or depth_ok <= self._full_upto:
             return self.trie, 1, self.trie.n_nodes, None
         return self.parts, 1, self._parts_stop[j], self.union[j - 1]
@@ -268,10 +273,7 @@ class VocabIndex:
         per_j.reverse()  # per_j[j]: the parts walked when slices[:j] are taken whole
         upto = 0
         for k in range(1, top - 1):
-            j = 0
-            while j < len(self.slices) and self.slice_tops[j] <= k:
-                j += 1
-            if full[k + 1] > per_j[j][k + 1]:
+            if full[k + 1] > per_j[self._taken(k)][k + 1]:
                 break
             upto = k
         return upto

@@ -202,7 +202,7 @@ def containment_depth(table_of: Callable[[], NDArray[np.int32]],
 
 def lexeme_depth(steps: StepTables, ls: int, limit: int, cache: dict[Any, int]) -> int:
     """A ``k`` such that every text string of at most ``k`` bytes keeps the lexeme of
-    lexer state ``ls`` alive (``slices.containment_depth``'s question), found terminal by
+    lexer state ``ls`` alive (``containment_depth``'s question), found terminal by
     terminal: the lexeme is alive while any of its terminals is, so the best single
     terminal's depth is a sound answer (the union can only be deeper; a smaller ``k``
     only means a longer walk, never another mask).

@@ -153,16 +153,6 @@ class LexerDfa:
             out.append((t, n))
         return tuple(out)
 
-    def _live_derivative(self, n: Node, b: int) -> Node | None:
-        """The derivative of ``n`` by byte ``b`` (cached on the node), or None if it is
-        empty. The one-terminal path (``_fill_single``) keeps this inline."""
-        d = n._deriv.get(b)
-        if d is None:
-            d = derivative(n, b)
-        if d is EMPTY or (d.flags & F_BOOLEAN and self._is_empty(d)):
-            return None
-        return d
-
     def _is_empty(self, n: Node) -> bool:
         r = self._empty_memo.get(n)
         if r is None:
@@ -248,22 +238,8 @@ class LexerDfa:
                     continue
                 extra -= npairs
             b = (cls & -cls).bit_length() - 1  # lowest byte of the class
-            nxt = []
             if rows is not None:  # a small state: each node derives by its own class
-                for t, n, index, reps in rows:  # _live_derivative, inline
-                    rb = reps[index[b]]
-                    d = n._deriv.get(rb)
-                    if d is None:
-                        d = derivative(n, rb)
-                    if d is EMPTY:
-                        continue
-                    if d.flags & F_BOOLEAN:
-                        e = empty_memo.get(d)
-                        if e is None:
-                            e = self._is_empty(d)
-                        if e:
-                            continue
-                    nxt.append((t, d))
+                cands = [(t, n, reps[index[b]]) for t, n, index, reps in rows]
             else:  # a large state: the pairs whose first bytes meet the class
                 idx: list[int] = []
                 parts = 0
@@ -273,20 +249,21 @@ class LexerDfa:
                         parts += 1
                 if parts > 1:
                     idx.sort()
-                for i in idx:
-                    t, n = pairs[i]
-                    d = n._deriv.get(b)
-                    if d is None:
-                        d = derivative(n, b)
-                    if d is EMPTY:
+                cands = [(*pairs[i], b) for i in idx]
+            nxt = []
+            for t, n, rb in cands:  # the live derivatives (cached on the nodes), inline
+                d = n._deriv.get(rb)
+                if d is None:
+                    d = derivative(n, rb)
+                if d is EMPTY:
+                    continue
+                if d.flags & F_BOOLEAN:
+                    e = empty_memo.get(d)
+                    if e is None:
+                        e = self._is_empty(d)
+                    if e:
                         continue
-                    if d.flags & F_BOOLEAN:
-                        e = empty_memo.get(d)
-                        if e is None:
-                            e = self._is_empty(d)
-                        if e:
-                            continue
-                    nxt.append((t, d))
+                nxt.append((t, d))
             if nxt:
                 key = tuple(nxt)
                 target = ids.get(key)
