@@ -230,9 +230,9 @@ class Context:
         self.g = Grammar(start="root")
         self.terms: dict[Any, T] = {}  # (kind, text) of a lexeme spec -> its terminal
         # memos of ``term`` for the lexemes every object and array asks for again
-        self.key_terms: dict[tuple[int, bool, str], T] = {}
+        self.key_terms: dict[tuple[int, bool, str], tuple[T, ...]] = {}
         self.punct_terms: dict[tuple[str, int, bool], T] = {}
-        self.extra_terms: dict[tuple[int, bool, Any], T] = {}  # object_keywords.extra_key_term
+        self.extra_terms: dict[tuple[int, bool, Any], tuple[T, ...]] = {}  # object_keywords.extra_key_term
         self.memo: dict[Any, str | None] = {}
         self.warned: set[str] = set()
         self.index: dict[str, Any] = {}
@@ -299,14 +299,22 @@ class Context:
                 self.g.add_terminal(Terminal(name, expr=value, node=spec_node(spec)))
         return ref
 
-    def key_literal_term(self, depth: int, first: bool, key: str) -> T:
-        """``term(layout.key_literal(depth, first, key), "key")``, memoized for the compile
-        (objects repeat names)."""
+    def key_literal_term(self, depth: int, first: bool, key: str) -> tuple[T, ...]:
+        """The lexemes of a named key: ``key_punct_terms`` then the key's own
+        (``layout.key_literal``), memoized for the compile (objects repeat names)."""
         k = (depth, first, key)
         t = self.key_terms.get(k)
         if t is None:
-            t = self.key_terms[k] = self.term(self.layout.key_literal(depth, first, key), "key")
+            own = self.term(self.layout.key_literal(depth, first, key), "key")
+            t = self.key_terms[k] = (*self.key_punct_terms(depth, first), own)
         return t
+
+    def key_punct_terms(self, depth: int, first: bool) -> tuple[T, ...]:
+        """The punctuation lexeme before a key when the layout ``split_keys`` (else
+        nothing: the key's lexeme holds it)."""
+        if not self.layout.split_keys:
+            return ()
+        return (self.term(self.layout.key_punct(depth, first)),)
 
     def punct_term(self, kind: Literal["close_object", "array_sep", "close_array"], depth: int,
                    first: bool) -> T:

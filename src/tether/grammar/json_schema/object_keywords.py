@@ -294,7 +294,7 @@ def extra_regions(c: Context, flat, patterns, named, name_schemas, depth, closed
     return out
 
 
-def extra_key_term(c: Context, depth: int, first: bool, body: Any) -> T:
+def extra_key_term(c: Context, depth: int, first: bool, body: Any) -> tuple[T, ...]:
     """``key_term``, memoized for the compile (``Context.extra_terms``): every state of an
     object that takes further keys asks for the same two."""
     key = (depth, first, body)
@@ -304,13 +304,16 @@ def extra_key_term(c: Context, depth: int, first: bool, body: Any) -> T:
     return t
 
 
-def key_term(c: Context, depth: int, first: bool, body: Any) -> T:
-    """The lexeme of a key in the language ``body`` (a string-body regex or tree) with its
-    punctuation."""
+def key_term(c: Context, depth: int, first: bool, body: Any) -> tuple[T, ...]:
+    """The lexemes of a key in the language ``body`` (a string-body regex or tree): its
+    punctuation (``Context.key_punct_terms``) and the key's own."""
     before, after = c.layout.open_key(depth, first)
+    head = (before,) if before else ()
     if isinstance(body, str):
-        return c.term(("rx", joined(before, '"', wrap(body), '"', after)), "key")
-    return c.term(("expr", ("concat", before, '"', body, '"', after)), "key")
+        own = c.term(("rx", joined(*head, '"', wrap(body), '"', after)), "key")
+    else:
+        own = c.term(("expr", ("concat", *head, '"', body, '"', after)), "key")
+    return (*c.key_punct_terms(depth, first), own)
 
 
 def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=None):  # type: ignore[no-untyped-def]
@@ -355,7 +358,7 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
                 t = c.key_literal_term(depth, count == 0, k)
                 after = seen | bit.get(k, 0)
                 child = names.get((i + 1, inc, after)) or (yield S(i + 1, inc, after))
-                rules.append(Rule(name, (t, slot_nts[i], child)))
+                rules.append(Rule(name, (*t, slot_nts[i], child)))
                 if len(rules) > c.max_rules:
                     c.too_many_rules()
         elif not consistent(seen):
@@ -367,7 +370,7 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
                 for body, nt in extra_nts:
                     t = extra_key_term(c, depth, count == 0, body)
                     child = names.get((n, inc, seen)) or (yield S(n, inc, seen))
-                    rules.append(Rule(name, (t, nt, child)))
+                    rules.append(Rule(name, (*t, nt, child)))
                     if len(rules) > c.max_rules:
                         c.too_many_rules()
         return ref
@@ -392,9 +395,9 @@ def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, 
     names: dict[tuple[int, int], NT] = {}
     # terminals are made on first use, in the order the rules need them (their names
     # count up), and then reused: 2^n states share 2n key lexemes
-    key_terms: dict[bool, list[T | None]] = {True: [None] * len(slots), False: [None] * len(slots)}
+    key_terms: dict[bool, list[tuple[T, ...] | None]] = {True: [None] * len(slots), False: [None] * len(slots)}
     close_terms: dict[bool, T] = {}
-    extra_terms: dict[tuple[int, bool], T] = {}
+    extra_terms: dict[tuple[int, bool], tuple[T, ...]] = {}
     slot_nts = [NT(nt) for _, nt, _ in slots]
     extra_nts = [NT(nt) for _, nt in extras]
     rules = c.g.rules
@@ -430,7 +433,7 @@ def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, 
                 child = names.get((used | bit, inc))
                 if child is None:  # a state met before is read from the memo
                     child = yield S(used | bit, inc)
-                rules.append(Rule(name, (t, slot_nts[i], child)))
+                rules.append(Rule(name, (*t, slot_nts[i], child)))
             for j, (body, _) in enumerate(extras):
                 t = extra_terms.get((j, first))
                 if t is None:
@@ -438,7 +441,7 @@ def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, 
                 child = names.get((used, inc))
                 if child is None:
                     child = yield S(used, inc)
-                rules.append(Rule(name, (t, extra_nts[j], child)))
+                rules.append(Rule(name, (*t, extra_nts[j], child)))
         if len(rules) > c.max_rules:
             c.too_many_rules()
         return ref
