@@ -129,3 +129,33 @@ def test_the_dev_schemas_hand_the_engine_parsed_nodes() -> None:
         total += sum(t.literal is None for t in g.terminals.values())
         carried += _check_grammar(g)
     assert carried > 0.9 * total
+
+
+# -- flexible keys are lexemes of their own: whitespace states never carry the keys ----
+
+def _live_after(g: Grammar, text: str) -> int:
+    from tether.parser.byte_parser import ByteParser
+
+    bp = ByteParser(g)
+    assert bp.feed(text), text
+    return len(bp.lexer.dfa.live(bp.state))
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 30), gap=st.text(" \t\n\r", min_size=1, max_size=16), first=st.booleans())
+def test_flexible_whitespace_around_a_comma_keeps_no_key_alive(n: int, gap: str, first: bool) -> None:
+    """Before the split the state after ``{"k0": 0`` + ``,`` + a gap had every key of the
+    object alive (one new state per whitespace character, each deriving n keys)."""
+    schema = {"type": "object", "properties": {f"k{i}": {"type": "integer"} for i in range(n)},
+              "additionalProperties": False}
+    g = Grammar.from_json_schema(schema, whitespace="flexible", property_order="any")
+    head = "{" + gap if first else '{"k0": 0' + gap + "," + gap
+    assert _live_after(g, head) <= 2  # the punctuation lexeme (and `{ws}` / `ws}`)
+    # then the keys (k0 again only where the any-order compiler stops tracking names)
+    assert _live_after(g, head + '"') in ((n,) if first else (n - 1, n))
+
+
+def test_a_custom_gap_regex_keeps_keys_fused() -> None:
+    assert Layout("flexible").split_keys
+    assert not Layout("flexible", pattern=" ?").split_keys
+    assert not Layout("compact").split_keys and not Layout("pretty").split_keys

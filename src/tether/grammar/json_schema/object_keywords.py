@@ -427,21 +427,21 @@ def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, 
             for i, k, bit in order:
                 if used & bit:
                     continue
-                t = kts[i]
-                if t is None:
-                    t = kts[i] = c.key_literal_term(depth, first, k)
+                ks = kts[i]
+                if ks is None:
+                    ks = kts[i] = c.key_literal_term(depth, first, k)
                 child = names.get((used | bit, inc))
                 if child is None:  # a state met before is read from the memo
                     child = yield S(used | bit, inc)
-                rules.append(Rule(name, (*t, slot_nts[i], child)))
+                rules.append(Rule(name, (*ks, slot_nts[i], child)))
             for j, (body, _) in enumerate(extras):
-                t = extra_terms.get((j, first))
-                if t is None:
-                    t = extra_terms[(j, first)] = key_term(c, depth, first, body)
+                ks = extra_terms.get((j, first))
+                if ks is None:
+                    ks = extra_terms[(j, first)] = key_term(c, depth, first, body)
                 child = names.get((used, inc))
                 if child is None:
                     child = yield S(used, inc)
-                rules.append(Rule(name, (*t, extra_nts[j], child)))
+                rules.append(Rule(name, (*ks, extra_nts[j], child)))
         if len(rules) > c.max_rules:
             c.too_many_rules()
         return ref
