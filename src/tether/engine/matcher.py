@@ -178,7 +178,7 @@ class Matcher:
     # ---- moves ----------------------------------------------------------------------------
     def _step(self, b: int) -> bool:
         st = self.cc.steps
-        s, c, pushes = st.step_detail(self._ls, self._node, b, self._parser_at_node)
+        s, c, pushes = st.step_detail(self._ls, self._node, b, self._parser_at_node, False)
         if s == DEAD:
             return False
         node = self._node

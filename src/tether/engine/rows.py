@@ -49,13 +49,20 @@ class RowFiller:
         self.fast = fill_classes is not None
         self._fill = fill_classes if fill_classes is not None else None
 
-    def fill(self, state: int, need: int | None = None) -> None:
+    def fill(self, state: int, need: int | None = None, ahead: bool = True) -> None:
         """Compute the transitions of ``state`` for every byte class meeting ``need``,
-        then the rows of the new states that continue by one byte class only (up to
-        ``CHAIN`` of them, breadth first)."""
+        then, with ``ahead``, the other classes up to ``EXTRA`` derivatives and the rows
+        of the new states that continue by one byte class only (up to ``CHAIN`` of them,
+        breadth first). A move along one token (``ahead=False``) needs neither: the
+        states it crosses are mostly never walked (a text token taken whole by a mask
+        inside a string with several live terminals: each byte a new state, each of its
+        other classes a derivative of every terminal)."""
         dfa = self.dfa
         if self._fill is None:
             dfa.fill_row(state)
+            return
+        if not ahead:
+            self._fill(state, need)
             return
         n0 = dfa.n_states
         self._fill(state, need, extra=EXTRA)

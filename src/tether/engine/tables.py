@@ -141,11 +141,13 @@ class StepTables:
         self.rows.fill(state, need)
         self._new_states()
 
-    def lex_step(self, state: int, b: int) -> int:
-        """Lexer transition, filling its byte class if unknown."""
+    def lex_step(self, state: int, b: int, ahead: bool = True) -> int:
+        """Lexer transition, filling its byte class if unknown (and, with ``ahead``, the
+        cheap other classes and single-class successors a trie walk will likely need:
+        ``RowFiller.fill``)."""
         s = int(self.dfa.table[state, b])
         if s == UNKNOWN:
-            self.rows.fill(state, 1 << b)
+            self.rows.fill(state, 1 << b, ahead)
             self._new_states()
             s = int(self.dfa.table[state, b])
         return s
@@ -279,13 +281,14 @@ class StepTables:
         s, c, _ = self.step_detail(ls, node, b, parser)
         return s, c
 
-    def step_detail(self, ls: int, node: int, b: int, parser: Callable[[], Any] | None = None
-                    ) -> tuple[int, int, list[tuple[int, int, int]]]:
+    def step_detail(self, ls: int, node: int, b: int, parser: Callable[[], Any] | None = None,
+                    ahead: bool = True) -> tuple[int, int, list[tuple[int, int, int]]]:
         """As ``step``, plus the lexemes scanned on the way: ``[(accid, node after, kind)]``,
         kind 0 for a lexeme ended by ``b``, 1 for a lazy lexeme ended right after ``b``
-        (the new state is then a lexeme start)."""
+        (the new state is then a lexeme start). ``ahead=False`` (a caller that follows
+        one path: ``Matcher``'s moves) fills only the classes of ``b``."""
         pushes: list[tuple[int, int, int]] = []
-        s = self.lex_step(ls, b)
+        s = self.lex_step(ls, b, ahead)
         c = node
         if s < 0:
             a = self._ensure_accid(ls)
@@ -295,7 +298,7 @@ class StepTables:
             if c < 0:
                 return DEAD, DEAD, pushes
             pushes.append((a, c, 0))
-            s = self.lex_step(int(self.nstart[c]), b)
+            s = self.lex_step(int(self.nstart[c]), b, ahead)
             if s < 0:
                 return DEAD, DEAD, pushes
         a = self._ensure_accid(s)

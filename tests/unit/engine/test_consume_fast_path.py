@@ -408,3 +408,27 @@ def test_states_stay_python_ints() -> None:
     assert cc.steps.token_steps or cc.steps.token_moves
     for (k, node), (ls, c, start, pushed) in cc.steps.token_moves.items():
         assert all(type(v) is int for v in (k, node, ls, c, *pushed)) and type(start) is bool
+
+
+def test_a_move_fills_only_the_classes_of_its_bytes() -> None:
+    """``consume`` follows one path: the states it crosses get the entries of its bytes
+    only; a mask's walk (``ahead``) also fills the state's other cheap classes."""
+    g = Grammar.from_json_schema({"anyOf": [{"type": "string", "maxLength": 40},
+                                            {"enum": ["alpha", "beta", "gamma"]}]})
+    moved = CompiledConstraint(g, VOCAB)
+    m = moved.matcher()
+    assert m.consume_bytes(b'"ab')
+    walked = CompiledConstraint(g, VOCAB)
+    w = walked.matcher()
+    assert w.consume_bytes(b'"')
+    w.compute_mask(np.zeros(walked.n_words, np.uint32))  # walks from the state after '"'
+
+    def known(cc: CompiledConstraint, text: bytes) -> int:
+        st = cc.steps
+        s = int(st.nstart[0])
+        for b in text:
+            s = int(st.table[s, b])
+        return int((st.table[s] != -2).sum())  # entries not UNKNOWN
+
+    assert known(moved, b'"') < known(walked, b'"')
+    assert known(moved, b'"') >= 1  # the byte 'a' at least
