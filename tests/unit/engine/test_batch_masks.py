@@ -154,7 +154,7 @@ def test_a_batch_too_small_to_share_and_a_shared_one_agree() -> None:
         ms.append(m)
     one = np.zeros((40, cc.n_words), np.uint32)
     compute_masks(ms, one, threads=1)
-    compute_masks(ms, one, threads=1)  # cached now
+    compute_masks(ms, one, threads=1)  # stored now (a key's second walk)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(batch, "MIN_WORDS_PER_THREAD", 1)
         mp.setattr(batch, "CHUNK_WORDS", 1)  # one row per piece of work
