@@ -234,24 +234,17 @@ class Matcher:
                     key = ls0 * self._vsize + token
                     s = self._token_steps.get(key)
                     if s is not None:  # inside the lexeme: the lexer state alone moves
-                        start0 = self._start
-                        out_len = self._out_len
-                        self._hist.append((ls0, self._node, start0, self._rows, False, out_len))
-                        if info > 0:
-                            self._hint = None
-                            self._out_len = out_len + info
-                        else:  # a text token inside one lexeme: see _consume
-                            self._hint = None if start0 else (ls0, -info)
-                            self._out_len = out_len - info
-                        self._ls = s
-                        self._start = False
-                        self.error = None
+                        self._move_inside(ls0, s, info)
                         return True
                     move = self._token_moves.get((key, self._node))
                     if move is None:
                         move = self._moves_of(token, key)
                     if move is not None:
                         self._move(ls0, move, info)
+                        return True
+                    s = self._run_inside(token, key)
+                    if s >= 0:
+                        self._move_inside(ls0, s, info)
                         return True
             if token.bit_length() > 62:  # no vocabulary is this large; keep messages printable
                 self.error = (f"token {_show_int(token)} is out of range (vocabulary size "
@@ -325,6 +318,42 @@ class Matcher:
             moves.clear()
         moves[key, node] = move
         return move
+
+    def _run_inside(self, token: int, key: int) -> int:
+        """The lexer state after ``token`` when its bytes stay inside the current lexeme,
+        derived without the states between (``StepTables.run_inside``) and kept in
+        ``token_steps``; -1 when a lexeme would end on the way, or the grammar has lazy
+        terminals (the per-byte path decides). The per-byte path would make and fill a
+        state per byte: a text token taken whole by a mask inside a lexeme of several
+        live terminals (a key among named ones, an enum beside a string) crosses states
+        no walk reached."""
+        cc = self.cc
+        st = cc.steps
+        if st.lazy:
+            return -1
+        with cc.lock:
+            s = st.run_inside(self._ls, self._tokens[token])
+        if s >= 0:
+            steps = self._token_steps
+            if len(steps) >= TOKEN_STEPS_LIMIT:
+                steps.clear()
+            steps[key] = s
+        return s
+
+    def _move_inside(self, ls0: int, s: int, info: int) -> None:
+        """Move to lexer state ``s`` after a token of ``info`` inside the current lexeme."""
+        start0 = self._start
+        out_len = self._out_len
+        self._hist.append((ls0, self._node, start0, self._rows, False, out_len))
+        if info > 0:
+            self._hint = None
+            self._out_len = out_len + info
+        else:  # a text token inside one lexeme: see _consume
+            self._hint = None if start0 else (ls0, -info)
+            self._out_len = out_len - info
+        self._ls = s
+        self._start = False
+        self.error = None
 
     def _move(self, ls0: int, move: tuple[int, int, bool, tuple[int, ...]], info: int) -> None:
         """Apply a fast-path move (see ``consume``) of a token of ``info``."""

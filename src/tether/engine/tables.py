@@ -152,6 +152,16 @@ class StepTables:
             s = int(self.dfa.table[state, b])
         return s
 
+    def run_inside(self, ls: int, data: bytes) -> int:
+        """The lexer state after ``data`` from ``ls`` when the bytes stay inside the
+        current lexeme (``LexerDfa.run_inside``: no state between is made), else DEAD (a
+        lexeme would end on the way: the per-byte path decides). Grammars without lazy
+        terminals only (a lazy lexeme ends at its first match). The state's ``accid`` and
+        ``lazyf`` are known after."""
+        s = int(self.dfa.run_inside(ls, data))
+        self._new_states()
+        return s
+
     def _new_states(self) -> None:
         """``accid`` / ``lazyf`` of the lexer states created since the last call (the
         kernels read them for every state they reach: an unknown one is a miss)."""

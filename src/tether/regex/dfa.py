@@ -397,6 +397,64 @@ class LexerDfa:
                 return DEAD
         return state
 
+    def run_inside(self, state: int, data: bytes) -> int:
+        """The state after ``data`` from ``state`` when every byte keeps a terminal alive,
+        else ``DEAD``; the states between are not made (a move along one token inside a
+        lexeme needs only where it ends: each state between would be a new row, and each
+        row's first class a derivative of every live terminal).
+
+        Follows filled entries of the table, then derives the pairs byte by byte (through
+        each node's class of the byte, the derivatives every row fill caches); the pairs
+        left are exactly those of the state the table would reach.
+
+        Raises:
+            RegexLimitError: if the state reached would exceed ``max_states``.
+        """
+        table = self.table
+        s = state
+        i = 0
+        n_data = len(data)
+        while i < n_data:  # filled entries first
+            v = table.item(s, data[i])
+            if v < 0:
+                if v == DEAD:
+                    return DEAD
+                break
+            s = v
+            i += 1
+        if i == n_data:
+            return s
+        pairs = self._states[s]
+        empty_memo = self._empty_memo
+        for b in data[i:]:
+            nxt = []
+            for t, n in pairs:
+                if n._write is None:
+                    _prepare(n)
+                index = n._index
+                if index is None:
+                    index = n._index = _class_index(n._classes or ())  # set by _prepare
+                rb = n._reps[index[b]]
+                d = n._deriv.get(rb)
+                if d is None:
+                    d = derivative(n, rb)
+                if d is EMPTY:
+                    continue
+                if d.flags & F_BOOLEAN:
+                    e = empty_memo.get(d)
+                    if e is None:
+                        e = self._is_empty(d)
+                    if e:
+                        continue
+                nxt.append((t, d))
+            if not nxt:
+                return DEAD
+            pairs = tuple(nxt)
+        sid = self._ids.get(pairs)
+        if sid is None:
+            sid = self._new_state(pairs)
+        return sid
+
     def pairs(self, state: int) -> State:
         """The ``(terminal, remaining regex)`` pairs of ``state``, terminals increasing."""
         return self._states[state]

@@ -164,3 +164,51 @@ def test_runs_cover_the_mask(mask: int) -> None:
         back |= ((1 << (hi - lo)) - 1) << lo
     assert back == mask
     assert all(rs[i][1] < rs[i + 1][0] for i in range(len(rs) - 1))  # maximal, increasing
+
+
+def _check_run_inside(nodes: list[object], texts: list[bytes], fills: int) -> int:
+    """``run_inside`` against the per-byte run of a table filled row by row; returns how
+    many texts stayed alive."""
+    inside, ref = LexerDfa(nodes), LexerDfa(nodes)
+    s0, r0 = inside.start(), ref.start()
+    rng = random.Random(fills)
+    alive = 0
+    for text in texts:
+        for _ in range(fills):  # part of the table known: run_inside follows it first
+            inside.fill_row(rng.randrange(inside.n_states))
+        made = inside.n_states
+        got = inside.run_inside(s0, text)
+        want = ref.run(r0, text)
+        assert (got == DEAD) == (want == DEAD), text
+        if got != DEAD:
+            alive += 1
+            assert inside.pairs(got) == ref.pairs(want)
+            assert inside.n_states <= made + 1  # only the state it ends in
+    return alive
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(patterns(anchors=False, flags=False), min_size=1, max_size=4), st.data(),
+       st.integers(0, 7))
+def test_run_inside_ends_where_the_table_does(pats: list[str], data: st.DataObject, fills: int) -> None:
+    """``run_inside`` (filled entries, then derivatives, no state between made) reaches
+    the state of the same pairs as the per-byte run, and DEAD exactly where that run meets
+    a dead byte; texts over the patterns' own characters (so that some stay alive)."""
+    alphabet = sorted(set("".join(pats).encode()) | set(b"a0 \xc3\xa9"))
+    texts = data.draw(st.lists(st.lists(st.sampled_from(alphabet), max_size=6).map(bytes),
+                               min_size=1, max_size=6))
+    _check_run_inside([parse(p) for p in pats], texts, fills)
+
+
+def test_run_inside_through_keys_and_an_extra_key() -> None:
+    """Keys beside "any key but these" (an intersection with a complement: boolean nodes,
+    pruned by emptiness) and UTF-8 text: the lexeme stays alive through each prefix."""
+    from tether.regex import complement, intersect
+
+    key = '"(?:[^"\\\\]|\\\\.)*"'
+    names = ['"name"', '"nickname"', '"né"']
+    nodes = [parse(n.replace('"', '\\"')) for n in names]
+    nodes.append(intersect(parse(key), complement(parse("|".join(names)))))
+    texts = [t.encode() for t in ['"n', '"na', '"name', '"name"', '"ni', '"né', '"n\\"x', '"zz', '"namex"', "x"]]
+    for fills in (0, 3):
+        assert _check_run_inside(nodes, texts, fills) == 9
