@@ -20,8 +20,10 @@ bytes still takes every slice up to ``k`` from one precomputed union mask.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from itertools import accumulate
 
 import numpy as np
 from numpy.typing import NDArray
@@ -119,6 +121,9 @@ class VocabIndex:
         size = vocab.size
         self.n_words = (size + 31) // 32
         self.eos_ids = np.asarray(sorted(vocab.eos_ids), np.int64)
+        # (word, bit) of each EOS id in a mask, as Python ints (OR-ed in after a walk)
+        self.eos_bits: tuple[tuple[int, int], ...] = tuple(
+            (int(e) >> 5, 1 << (int(e) & 31)) for e in self.eos_ids)
         key = f"{_INDEX_FORMAT} {vocab.fingerprint} {tuple(buckets)}"
         cache = size >= trie_cache.MIN_TOKENS
         if not (cache and self._load(key)):
@@ -133,6 +138,9 @@ class VocabIndex:
             acc = acc | sl.mask
             self.union.append(acc)
         self.slice_tops = [min(sl.hi, sl.trie.max_depth) for sl in self.slices]
+        # running maximum: the slices taken at a depth are those before the first top
+        # above it (``_taken``, a bisection)
+        self._tops_upto = list(accumulate(self.slice_tops, max))
         self._build_parts()
 
     def _build(self, vocab: Vocabulary, buckets: tuple[int, ...]) -> None:
@@ -210,11 +218,9 @@ class VocabIndex:
         return bool(self._text_ids[token])
 
     def _taken(self, depth_ok: int) -> int:
-        """How many slices, shortest first, are taken whole at containment depth ``depth_ok``."""
-        j = 0
-        while j < len(self.slices) and self.slice_tops[j] <= depth_ok:
-            j += 1
-        return j
+        """How many slices, shortest first, are taken whole at containment depth ``depth_ok``
+        (the slices before the first whose longest token is longer)."""
+        return bisect_right(self._tops_upto, depth_ok)
 
     def parts_to_walk(self, depth_ok: int) -> tuple[TokenTrie, int, int,
                                                      NDArray[np.uint32] | None]:
