@@ -15,10 +15,15 @@ byte by byte; the mask engine follows the same rules on the DFA table.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, overload
 
+from tether.grammar.ir import Terminal
 from tether.parser.tables import ParserTables
-from tether.parser.terminals import is_lazy, lexeme_node
+from tether.parser.terminals import is_lazy, lexeme_node, node_is_cheap
+
+if TYPE_CHECKING:
+    from tether.regex.ast import Node
 
 DEAD = -1
 
@@ -40,7 +45,7 @@ class Lexer:
         from tether.regex import LexerDfa
 
         self.tables = tables
-        nodes = [lexeme_node(t) for t in tables.terminals]
+        nodes = LexemeNodes(tables.terminals)
         self.dfa = LexerDfa(nodes) if max_states is None else LexerDfa(nodes, max_states=max_states)
         self.lazy = frozenset(i for i, t in enumerate(tables.terminals) if is_lazy(t))
         self.ignore = frozenset(tables.ignore)
@@ -72,3 +77,34 @@ class Lexer:
                 t in self.lazy for t in self.dfa.accepting(state)
             )
         return r
+
+
+class LexemeNodes(Sequence["Node"]):
+    """The terminals' lexeme nodes (``lexeme_node``) for the lexer's DFA: a node that
+    needs no parsing (a literal's, or one its terminal carries) is built when a state
+    first holds its terminal; the others are built here, so an invalid regex is refused
+    when the lexer is made. A schema's grammar has a terminal per key and enum value, and
+    the first mask needs only those of the start: building every node up front was about
+    a tenth of the engine's compile on the dev schemas of JSONSchemaBench."""
+
+    def __init__(self, terminals: Sequence[Terminal]) -> None:
+        self._terminals = terminals
+        self._nodes: list[Node | None] = [
+            None if node_is_cheap(t) else lexeme_node(t) for t in terminals]
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    @overload
+    def __getitem__(self, i: int) -> Node: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Node]: ...
+
+    def __getitem__(self, i: int | slice) -> Node | Sequence[Node]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._nodes)))]
+        n = self._nodes[i]
+        if n is None:
+            n = self._nodes[i] = lexeme_node(self._terminals[i])
+        return n

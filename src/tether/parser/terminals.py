@@ -48,8 +48,24 @@ def terminal_node(terminal: Terminal) -> Node:
 
 
 def matches_empty(terminal: Terminal) -> bool:
-    """The terminal's language contains the empty string."""
+    """The terminal's language contains the empty string (read off a literal or a
+    prebuilt node without building the terminal's node: ``node_is_cheap``)."""
+    if terminal.stop:
+        terminal_node(terminal)  # checked, as every other terminal is
+        return False  # the lexeme ends with the (non-empty) stop text
+    if terminal.literal is not None:
+        return terminal.literal == ""
+    if terminal.node is not None:
+        return bool(terminal.node.nullable)  # a max_len keeps (or adds no) empty string
     return bool(terminal_node(terminal).nullable)
+
+
+def node_is_cheap(terminal: Terminal) -> bool:
+    """Building the terminal's node parses nothing and cannot fail (a literal, or a node
+    its maker built), so it can wait until the lexer needs it."""
+    if terminal.stop:
+        return False
+    return terminal.literal is not None or (terminal.node is not None and terminal.max_len is None)
 
 
 def lexeme_node(terminal: Terminal) -> Node:

@@ -69,7 +69,9 @@ class LexerDfa:
     """
 
     def __init__(self, nodes: Sequence[Node], *, max_states: int | None = None) -> None:
-        self.nodes: tuple[Node, ...] = tuple(nodes)
+        # a tuple or a list is copied; another sequence (the parser's lazily built
+        # lexeme nodes) is read as it is, when a state first needs a terminal's node
+        self.nodes: Sequence[Node] = tuple(nodes) if isinstance(nodes, list | tuple) else nodes
         self.max_states = current().max_dfa_states if max_states is None else max_states
         self._ids: dict[State, int] = {}
         self._states: list[State] = []
