@@ -35,7 +35,7 @@ from tether.tokens.bitmask import allocate_mask
 from tether.tokens.trie import SortedTokens, TokenTrie
 from tether.tokens.vocabulary import Vocabulary
 
-DEFAULT_BUCKETS: tuple[int, ...] = (*range(1, 17), 20, 24, 32)
+DEFAULT_BUCKETS: tuple[int, ...] = (*range(1, 17), 20, 24, 32, 40, 44)
 _INDEX_FORMAT = "vocab-index-1"  # part of the on-disk cache key: bump when the parts change
 INF = 1 << 30
 
