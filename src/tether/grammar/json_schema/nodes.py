@@ -141,6 +141,13 @@ def words_node(words: Sequence[str]) -> rx.Node:
         stack.extend(v for k, v in t.items() if k)
     built: dict[int, rx.Node] = {}
     for t in reversed(order):
+        if len(t) == 1 and "" not in t:
+            # one way on (most of a trie of names: the tail of each word): ``alt`` of
+            # one node is that node, so the edge's literal alone (no ``alt`` call per
+            # character; a compile builds this trie for every new set of names)
+            ((k, v),) = t.items()
+            built[id(t)] = rx.literal(k, built[id(v)])
+            continue
         parts = [rx.literal(k, built[id(v)]) for k, v in t.items() if k]
         if "" in t:
             parts.append(rx.EPSILON)
