@@ -105,6 +105,18 @@ def test_an_alternation_of_names_is_the_node_the_parser_builds(words: list[str])
         assert recorded(text) is rx.parse(text)
 
 
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(st.text(st.sampled_from("abé"), max_size=7), min_size=8, max_size=30, unique=True))
+def test_a_trie_of_names_sharing_prefixes_is_the_node_the_parser_builds(words: list[str]) -> None:
+    """Few letters: names that share long prefixes, end inside one another ("" too) and
+    hold a two-byte character (the trie ``words_node`` builds from sorted ranges)."""
+    from tether.grammar.json_schema.nodes import recorded
+    from tether.grammar.json_schema.string_keywords import names_regex
+
+    text = names_regex(words)
+    assert recorded(text) is rx.parse(text)
+
+
 def test_the_dev_schemas_hand_the_engine_parsed_nodes() -> None:
     """Over the first 40 dev schemas (the peers' options): every lexeme with a node has
     the node of its text, and most lexemes carry one."""
