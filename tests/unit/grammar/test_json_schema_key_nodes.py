@@ -6,7 +6,7 @@ parses to (nodes are interned, so the parse of the text is the same object)."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tether import regex as rx
@@ -103,6 +103,30 @@ def test_an_alternation_of_names_is_the_node_the_parser_builds(words: list[str])
         assert recorded(text) in (None, rx.parse(text))
     else:
         assert recorded(text) is rx.parse(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.lists(st.text(st.sampled_from("abé"), max_size=7), min_size=8, max_size=30, unique=True))
+def test_a_trie_of_names_sharing_prefixes_is_the_node_the_parser_builds(words: list[str]) -> None:
+    """Few letters: names that share long prefixes, end inside one another ("" too) and
+    hold a two-byte character (the trie ``words_node`` builds from sorted ranges)."""
+    from tether.grammar.json_schema.nodes import recorded
+    from tether.grammar.json_schema.string_keywords import names_regex
+
+    text = names_regex(words)
+    assert recorded(text) is rx.parse(text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(lo=st.integers(0, 40), extra=st.none() | st.integers(0, 40))
+def test_a_length_bounded_string_body_is_the_node_the_parser_builds(lo: int, extra: int | None) -> None:
+    from tether.grammar.json_schema.nodes import recorded
+    from tether.grammar.json_schema.string_keywords import length_body
+
+    hi = None if extra is None else lo + extra
+    assume(hi != 0)  # not recorded: the empty body is left to the string AST
+    text = length_body(lo, hi)
+    assert recorded(text) is rx.parse(text)
 
 
 def test_the_dev_schemas_hand_the_engine_parsed_nodes() -> None:

@@ -64,7 +64,12 @@ class SchemaCompiler(Context):
         flat = flatten(self, members)
         if flat is None:
             return None
-        key = (tuple(sorted({self.shape(s) for s, _ in flat})), consumed, depth)
+        shapes: tuple[int, ...]
+        if len(flat) == 1:  # most conjunctions: no set to build and sort
+            shapes = (self.shape(flat[0][0]),)
+        else:
+            shapes = tuple(sorted({self.shape(s) for s, _ in flat}))
+        key = (shapes, consumed, depth)
         if key in self.memo:
             return self.memo[key]
         where = members[-1][1] if members else "#"
@@ -115,9 +120,10 @@ class _Replay:
         names = [c.fresh(h) for h in self.hints]
         c.memo[key] = names[0]
         terms = [c.term(spec, hint) for spec, hint in self.terms]
+        nts = [NT(name) for name in names]
 
         def sym(x: tuple[bool, int]) -> NT | T:
-            return terms[x[1]] if x[0] else NT(names[x[1]])
+            return terms[x[1]] if x[0] else nts[x[1]]
 
         c.path.append(where)
         for lhs, rhs in self.inner:

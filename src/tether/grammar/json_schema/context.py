@@ -343,8 +343,12 @@ class Context:
         if shape is None:
             # key order kept: it is the schema property order; a schema the compiler
             # made (not indexed: no base URI of its own) is known by identity only, and
-            # so is one that is not plain JSON
-            text = self._structure(s) if i in self.base_of else None
+            # so is one that is not plain JSON; and so is the document itself: no other
+            # schema object has its text (one inside it is shorter, one of another
+            # document has another base URI), and naming it would walk all of it
+            # (definitions never referred to, annotations) where the compile names only
+            # the subschemas it reaches
+            text = self._structure(s) if i in self.base_of and s is not self.root else None
             key = (self.base_of.get(i), ("#id", i) if text is None else text)
             shape = self._shape_of_id[i] = self._shapes.setdefault(key, i)
         return shape

@@ -66,10 +66,15 @@ def _flexible_tail(max_ws: int, parts: tuple[object, ...]) -> rx.Node:
 
 def _prepend(max_ws: int, parts: tuple[object, ...], node: rx.Node) -> rx.Node:
     """The node of ``parts`` followed by ``node``."""
-    gap = rx.repeat(rx.byte_set(9, 10, 13, 32), 0, max_ws)
     for p in reversed(parts):
-        node = rx.concat(gap, node) if p is GAP else rx.literal(str(p), node)
+        node = rx.concat(_gap_node(max_ws), node) if p is GAP else rx.literal(str(p), node)
     return node
+
+
+@functools.lru_cache(maxsize=64)
+def _gap_node(max_ws: int) -> rx.Node:
+    """The node of one gap: at most ``max_ws`` JSON whitespace characters."""
+    return rx.repeat(rx.byte_set(9, 10, 13, 32), 0, max_ws)
 
 
 def _literal_regex(text: str) -> str:
@@ -139,7 +144,7 @@ class Layout:
         text = dumps_str(key)
         if self.whitespace == "flexible":
             if self.split_keys:
-                return self._lexeme(text, GAP, ":", GAP)
+                return self._lexeme(text, GAP, ":", GAP, shared=3)
             return self._lexeme(*(("{", GAP) if first else (GAP, ",", GAP)), text, GAP, ":", GAP, shared=4)
         if self.whitespace == "pretty":
             pad = "\n" + " " * (self.indent * (depth + 1))

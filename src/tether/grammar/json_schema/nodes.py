@@ -126,23 +126,42 @@ def words_node(words: Sequence[str]) -> rx.Node:
         return rx.charset_node(charset.of_chars("".join(words)))
     if len(words) < TRIE_MIN:
         return rx.alt(*(rx.literal(w) for w in words))
-    root: dict[str, Any] = {}
-    for w in words:
-        t = root
-        for ch in w:
-            t = t.setdefault(ch, {})
-        t[""] = True  # "" marks the end of a word (no character is "")
-    # children first, without recursion (a word may be long)
-    order: list[dict[str, Any]] = []
-    stack = [root]
+    return _trie_node(sorted(set(words)))
+
+
+def _trie_node(words: list[str]) -> rx.Node:
+    """The trie of the sorted, distinct ``words``: a group of words sharing their first
+    ``d`` characters is the union of ``EPSILON`` (a word ending there: the group's first)
+    and, per character at ``d``, that character before its subgroup's node; a subgroup
+    of one word is the literal of the rest of it. ``alt`` orders its members itself, so
+    this is the node the parser's trie builds (the tests check identity). Groups are
+    ranges of ``words``; children first, without recursion (a shared prefix may be long).
+    One word's tail (most of a trie of names) costs one ``literal``: no node per
+    character of the walk, as a trie of dictionaries would."""
+    runs_of: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    built: dict[tuple[int, int, int], rx.Node] = {}
+    stack = [(0, len(words), 0)]
     while stack:
-        t = stack.pop()
-        order.append(t)
-        stack.extend(v for k, v in t.items() if k)
-    built: dict[int, rx.Node] = {}
-    for t in reversed(order):
-        parts = [rx.literal(k, built[id(v)]) for k, v in t.items() if k]
-        if "" in t:
+        group = stack[-1]
+        lo, hi, d = group
+        runs = runs_of.get(group)
+        if runs is None:
+            runs = runs_of[group] = []
+            i = lo + 1 if len(words[lo]) == d else lo
+            while i < hi:
+                ch, j = words[i][d], i + 1
+                while j < hi and words[j][d] == ch:
+                    j += 1
+                runs.append((i, j))
+                i = j
+            pending = [(i, j, d + 1) for i, j in runs if j - i > 1]
+            if pending:
+                stack.extend(pending)
+                continue
+        stack.pop()
+        parts = [rx.literal(words[i][d:]) if j - i == 1 else rx.literal(words[i][d], built[(i, j, d + 1)])
+                 for i, j in runs]
+        if len(words[lo]) == d:
             parts.append(rx.EPSILON)
-        built[id(t)] = rx.alt(*parts)
-    return built[id(root)]
+        built[group] = parts[0] if len(parts) == 1 else rx.alt(*parts)
+    return built[(0, len(words), 0)]

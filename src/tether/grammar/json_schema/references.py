@@ -36,6 +36,16 @@ def index_document(c: Context, doc: Any, base: str, pointer: str) -> None:
     index_schema(c, doc, base, pointer)
 
 
+# keywords whose value is an object of schemas, or a schema or an array of them (sets:
+# every key of every schema object is looked up here)
+_SCHEMA_MAPS = frozenset(("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
+_SCHEMA_VALUES = frozenset((
+    "items", "prefixItems", "allOf", "anyOf", "oneOf", "additionalProperties", "additionalItems",
+    "propertyNames", "contains", "not", "if", "then", "else", "unevaluatedProperties",
+    "unevaluatedItems",
+))
+
+
 def index_schema(c: Context, s: Any, base: str, pointer: str) -> None:
     """Record ``$id``/``$anchor`` targets, base URIs and pointers below ``s``
     (pre-order, iterative: any depth; a Python object met twice is indexed once)."""
@@ -68,13 +78,11 @@ def index_schema(c: Context, s: Any, base: str, pointer: str) -> None:
         c.ptr_of[id(s)] = pointer
         children: list[tuple[Any, str, str]] = []
         for k, v in s.items():
-            if k in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"):
+            if k in _SCHEMA_MAPS:
                 if isinstance(v, dict):
                     for name, sub in v.items():
                         children.append((sub, base, ptr(pointer, k, name)))
-            elif k in ("items", "prefixItems", "allOf", "anyOf", "oneOf", "additionalProperties",
-                       "additionalItems", "propertyNames", "contains", "not", "if", "then", "else",
-                       "unevaluatedProperties", "unevaluatedItems"):
+            elif k in _SCHEMA_VALUES:
                 children.append((v, base, ptr(pointer, k)))
             elif k == "dependencies" and isinstance(v, dict):
                 for name, sub in v.items():

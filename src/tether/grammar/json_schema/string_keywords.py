@@ -93,7 +93,7 @@ def string_body(c: Context, flat: list[Member]) -> Any:
         for bound, q in ((hi, hi_ptr), (lo, lo_ptr)):
             if bound is not None:
                 c.repeat(bound, q)
-        asts.append((st.rep(st.ANY, lo, hi), lo_ptr))
+        asts.append((length_body(lo, hi) if hi != 0 else st.rep(st.ANY, lo, hi), lo_ptr))
     if not asts:
         return None
     regexes = []
@@ -153,6 +153,22 @@ def body_nonempty(body: Any) -> bool:
         return node is None or not rx.is_empty(node)
     except Exception:  # noqa: BLE001 - keep the region if emptiness cannot be decided
         return True
+
+
+@functools.lru_cache(maxsize=4096)
+def length_body(lo: int, hi: int | None) -> str:
+    """The string-body regex of the strings of ``lo`` to ``hi`` characters (``hi`` > 0),
+    recorded with its node, the repeat of one character's node (as the parser builds
+    it): bounded strings are the most common string lexeme, and parsing each new pair of
+    bounds took about 0.3 ms."""
+    text = st.render(st.rep(st.ANY, lo, hi))
+    return known(text, lambda: rx.repeat(_any_char(), lo, hi))
+
+
+@functools.cache
+def _any_char() -> rx.Node:
+    """The node of one character of a string body (``st.ANY`` rendered)."""
+    return rx.parse(st.render(st.ANY))
 
 
 @functools.cache
