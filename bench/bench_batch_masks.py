@@ -38,8 +38,11 @@ Regimes, per repeat (each repeat compiles everything again):
   Step 0 (each sequence's first mask: compile-time work for tether) is reported apart as
   ``first``; steps 1..K are ``steady``. Repeated pairs and restarts find tether's mask
   cache filled by earlier rows/steps, as a server reusing compiled schemas would.
-* ``warm``: the same compiled objects, matchers reset, the same K+1 steps again: every
-  tether mask is a cache hit (a server's steady state for schemas it has seen).
+* ``warm``: the same compiled objects, matchers reset, the same K+1 steps again: tether
+  stores a mask at its key's second walk, so a key the cold pass met once is walked
+  again here (over filled tables) and stored, and a key met twice is a cache hit (a
+  server's steady state for schemas it has seen: from the third visit on, every mask
+  is a hit).
 * ``tables``: fresh constraints with tether's mask cache limited to one entry
   (``mask_cache_bytes=1``) and fresh ``LLMatcher`` objects; one untimed pass over the
   K+1 steps builds both engines' lexer and parser tables, then the matchers are reset
