@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from tether.engine import walk as _walk
 from tether.engine.matcher import Matcher
 from tether.engine.slices import DEFAULT_BUCKETS, VocabIndex, vocab_index
-from tether.engine.tables import DEAD, StepTables
+from tether.engine.tables import StepTables
 from tether.engine.walk import Stacks, Walk, new_stacks, start_walk
 from tether.errors import ConstraintError
 from tether.grammar.ir import Grammar
@@ -166,15 +166,11 @@ class CompiledConstraint:
         ls, node, at_start = key
         out = walk.mask
         self.stats["slow_steps"] += walk.misses
-        st = self.steps
-        if at_start:
-            accepting = st.naccept.item(node) != 0
-        else:
-            a = st.accid_of(ls)
-            # the transition is made when unknown (the kernel may not have needed it)
-            c = st.transition(node, a, parser) if a >= 0 else DEAD
-            accepting = c >= 0 and st.naccept.item(c) != 0
-        if accepting:
+        if not at_start:
+            a = self.steps.accid_of(ls)
+            if a >= 0:  # make sure the accepting test below has its transition
+                self.steps.transition(node, a, parser)
+        if self.is_accepting_at(ls, node, at_start):
             for w, bit in self.vindex.eos_bits:
                 out[w] = out.item(w) | bit
         once = self._walked_once

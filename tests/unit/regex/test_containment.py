@@ -70,7 +70,7 @@ def test_is_empty_splits_concatenations_alternations_repeats_and_hides() -> None
     every member is, ``x{lo,hi}`` with ``lo > 0`` and ``hide`` iff their body is) agrees
     with a search of the whole node, and records what it decides in ``known``."""
     from tether.regex.ast import alt, concat, hide, intersect, literal, repeat
-    from tether.regex.dfa import _is_empty_at
+    from tether.regex.language import _is_empty_at
 
     none = intersect(parse("a+"), parse("b+"))  # empty, but not the ∅ node
     some = intersect(parse("[ab]+"), parse("b+"))  # b+
@@ -112,7 +112,7 @@ def test_is_empty_split_is_three_valued_under_a_limit() -> None:
 
 def _budget_left(node: Node) -> int:
     """The budget left after ``is_empty(node, limit=10_000)`` (no memo)."""
-    from tether.regex.dfa import _is_empty_at
+    from tether.regex.language import _is_empty_at
 
     budget = [10_000]
     _is_empty_at(node, budget, None, 0)

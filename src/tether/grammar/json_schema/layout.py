@@ -123,7 +123,8 @@ class Layout:
         return self.whitespace == "flexible" and self.pattern is None
 
     def key_punct(self, depth: int, first: bool) -> Spec:
-        """The punctuation lexeme before a key when ``split_keys``."""
+        """The flexible layout's punctuation before a key: a lexeme of its own when
+        ``split_keys``, else the head of the key's lexeme."""
         return self._lexeme("{", GAP) if first else self._lexeme(GAP, ",", GAP)
 
     def open_key(self, depth: int, first: bool) -> tuple[str, str]:
@@ -132,8 +133,7 @@ class Layout:
         if self.whitespace == "flexible":
             if self.split_keys:
                 return "", self._lexeme(GAP, ":", GAP)[1]
-            before = self._lexeme("{", GAP) if first else self._lexeme(GAP, ",", GAP)
-            return before[1], self._lexeme(GAP, ":", GAP)[1]
+            return self.key_punct(depth, first)[1], self._lexeme(GAP, ":", GAP)[1]
         if self.whitespace == "pretty":
             pad = "\n" + " " * (self.indent * (depth + 1))
             return _literal_regex(("{" if first else ",") + pad), _literal_regex(": ")
