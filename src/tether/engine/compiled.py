@@ -32,7 +32,7 @@ from tether.engine.matcher import Matcher
 from tether.engine.slices import DEFAULT_BUCKETS, VocabIndex, vocab_index
 from tether.engine.tables import StepTables
 from tether.engine.walk import Stacks, Walk, new_stacks, start_walk
-from tether.errors import ConstraintError
+from tether.errors import ConstraintError, TetherError
 from tether.grammar.ir import Grammar
 from tether.limits import check_deadline, deadline
 from tether.tokens.vocabulary import Vocabulary
@@ -91,6 +91,9 @@ class CompiledConstraint:
         self._copy_words: Callable[..., int] = _no_kernel
         self._scatter_words: Callable[..., int] = _no_kernel
         self._depth_cache: dict[int, int] = {}
+        # lexer state -> the state whose mask it has (``mask_state``)
+        self._mask_states: dict[int, int] = {}
+        self._counted = self.steps.dfa.counted  # read only: states without a long count
         self._stacks: Stacks | None = None  # the single-row walk's (under ``lock``)
         self.stats = {"mask_hits": 0, "mask_misses": 0, "slow_steps": 0}
         self.lock = threading.RLock()
@@ -116,6 +119,23 @@ class CompiledConstraint:
         c = int(st.trans[node, a])
         return c >= 0 and bool(st.naccept[c])
 
+    def mask_state(self, ls: int) -> int:
+        """The lexer state whose masks ``ls`` has: ``ls`` with its large counted repeats
+        unbounded where no token can tell (``LexerDfa.horizon_state`` at the vocabulary's
+        longest token), so that the positions of a long bounded string share one mask
+        and one walk. Mask keys and walks use it."""
+        if not self._counted[ls]:
+            return ls
+        got = self._mask_states.get(ls)
+        if got is None:
+            with self.lock:
+                try:
+                    got = self.steps.horizon_state(ls, self.vindex.trie.max_depth)
+                except TetherError:  # a limit: the state is its own (exact, unshared)
+                    got = ls
+                self._mask_states[ls] = got
+        return got
+
     def mask_into(self, ls: int, node: int, at_start: bool, parser: Callable[[], Any],
                   out: NDArray[np.uint32], hint: tuple[int, int] | None = None) -> None:
         """Write the mask of ``(ls, node, at_start)`` into ``out`` (EOS included).
@@ -123,7 +143,7 @@ class CompiledConstraint:
         ``hint = (previous lexer state, n)``: ``ls`` was reached from it by a text token
         of ``n`` bytes inside one lexeme, so its slice containment depth is at least the
         previous one minus ``n`` (used instead of a search when that is deep enough)."""
-        key = (ls, node, at_start)
+        key = (self.mask_state(ls), node, at_start)
         hit = self._masks.get(key)
         if hit is None:
             with self.lock:
@@ -132,7 +152,7 @@ class CompiledConstraint:
                     stacks = self._stacks
                     if stacks is None:
                         stacks = self._stacks = new_stacks(self.vindex.trie.max_depth)
-                    walk = self.start_mask(key, out, hint, stacks)
+                    walk = self.start_mask(key, out, hint, stacks, raw=ls)
                     walk.run()
                     self.finish_mask(key, walk, parser)
                     return
@@ -145,16 +165,28 @@ class CompiledConstraint:
     # the two halves of a mask not in the cache, around its walk (``compute_masks`` runs the
     # walks of a batch between them, on several threads)
     def start_mask(self, key: tuple[int, int, bool], out: NDArray[np.uint32],
-                   hint: tuple[int, int] | None = None, stacks: Stacks | None = None) -> Walk:
-        """Begin the mask of ``key`` in ``out``: the slices taken whole are written, the
-        rest is the returned walk, not started (on ``stacks`` when given: a pair no other
-        walk uses meanwhile). The caller holds ``lock`` from here to ``finish_mask``."""
+                   hint: tuple[int, int] | None = None, stacks: Stacks | None = None,
+                   raw: int | None = None) -> Walk:
+        """Begin the mask of ``key`` (its lexer state a mask state: ``mask_state(raw)``,
+        ``raw`` the matcher's lexer state, default the key's) in ``out``: the slices taken
+        whole are written, the rest is the returned walk, not started (on ``stacks`` when
+        given: a pair no other walk uses meanwhile). The caller holds ``lock`` from here
+        to ``finish_mask``."""
         self.stats["mask_misses"] += 1
         ls, node, _ = key
-        if hint is not None and ls not in self._depth_cache:
-            k0 = self._depth_cache.get(hint[0])
-            if k0 is not None and k0 - hint[1] >= 16:
-                self._depth_cache[ls] = k0 - hint[1]
+        if raw is None:
+            raw = ls
+        depths = self._depth_cache
+        if hint is not None and ls not in depths:
+            # depths are kept by mask state; a state and its mask state have the same
+            # depth up to the horizon only, so a bound through a mapped state is capped
+            src = self._mask_states.get(hint[0])
+            k0 = None if src is None else depths.get(src)
+            if k0 is not None:
+                if src != hint[0] or ls != raw:
+                    k0 = min(k0, self.vindex.trie.max_depth)
+                if k0 - hint[1] >= 16:
+                    depths[ls] = k0 - hint[1]
         return start_walk(self.vindex, self.steps, ls, node, out, slices=self.use_slices,
                           depth_cache=self._depth_cache, stacks=stacks)
 

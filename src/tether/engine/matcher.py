@@ -137,18 +137,22 @@ class Matcher:
 
     # ---- masks ----------------------------------------------------------------------------
     def mask_key(self) -> tuple[int, int, bool] | None:
-        """The key of this state's mask in the constraint's mask cache, ``(lexer state,
-        node, at lexeme start)``; None after EOS (nothing is allowed)."""
-        return None if self._eos else (self._ls, self._node, self._start)
+        """The key of this state's mask in the constraint's mask cache, ``(mask state of
+        the lexer state, node, at lexeme start)``; None after EOS (nothing is allowed)."""
+        return None if self._eos else (self.cc.mask_state(self._ls), self._node, self._start)
 
     def start_mask(self, out: NDArray[np.uint32]) -> Walk:
         """``compute_masks``'s first half of a mask not in the cache (``out`` checked by the
         caller): see ``CompiledConstraint.start_mask``."""
-        return self.cc.start_mask((self._ls, self._node, self._start), out, self._hint)
+        cc = self.cc
+        return cc.start_mask((cc.mask_state(self._ls), self._node, self._start), out,
+                             self._hint, raw=self._ls)
 
     def finish_mask(self, walk: Walk) -> None:
         """``compute_masks``'s second half, once ``walk`` is done (this matcher unmoved)."""
-        self.cc.finish_mask((self._ls, self._node, self._start), walk, self._parser_at_node)
+        cc = self.cc
+        cc.finish_mask((cc.mask_state(self._ls), self._node, self._start), walk,
+                       self._parser_at_node)
 
     def compute_mask(self, out: NDArray[np.uint32]) -> NDArray[np.uint32]:
         """Overwrite ``out`` (``uint32[ceil(V/32)]``) with the allowed next tokens; return it.

@@ -162,6 +162,13 @@ class StepTables:
         self._new_states()
         return s
 
+    def horizon_state(self, ls: int, horizon: int) -> int:
+        """``LexerDfa.horizon_state``: the state no string of at most ``horizon`` bytes
+        tells apart from ``ls`` (its ``accid`` / ``lazyf`` known after)."""
+        s = int(self.dfa.horizon_state(ls, horizon))
+        self._new_states()
+        return s
+
     def _new_states(self) -> None:
         """``accid`` / ``lazyf`` of the lexer states created since the last call (the
         kernels read them for every state they reach: an unknown one is a miss)."""

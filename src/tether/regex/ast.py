@@ -56,7 +56,9 @@ class Node:
         self._firsts: tuple[int, ...] | None = None
         self._first_bytes = -1  # mask of bytes that can start a string (-1: not computed)
         self._buckets: list[tuple[int, list[Node]]] | None = None  # big alternations
-        self.flags = flags  # bit 0: contains AND/NOT (language may be empty though not ∅)
+        # bit 0 (F_BOOLEAN): contains AND/NOT (language may be empty though not ∅);
+        # bit 1 (F_COUNTED): contains a repeat x{lo,hi}, hi * min_length(x) >= COUNTED_MIN
+        self.flags = flags
         self._classes: tuple[int, ...] | None = None  # byte_classes((self,)), see node_classes
         # dfa.py's row cache (kept in slots, not in an object per node, so that the
         # garbage collector has no more objects to walk): the lowest byte of each class,
@@ -84,6 +86,8 @@ class Node:
 
 
 F_BOOLEAN = 1
+F_COUNTED = 2  # contains a repeat x{lo,hi} with hi * min_length(x) >= COUNTED_MIN
+COUNTED_MIN = 32  # smaller counts are left to the states they make (``horizon``)
 
 _table: dict[tuple[int, tuple[Any, ...]], Node] = {}
 
@@ -307,7 +311,47 @@ def repeat(node: Node, lo: int, hi: int | None = None) -> Node:
         merged = _merge_counts(1, INF, lo, hi)  # x+ is x{1,}
         if merged is not None:
             return repeat(node.args[0], *merged)
-    return _intern(K_REPEAT, (node, lo, hi), lo == 0 or node.nullable, node.flags)
+    long = hi != INF and hi * min_length(node) >= COUNTED_MIN
+    flags = node.flags | (F_COUNTED if long else 0)
+    return _intern(K_REPEAT, (node, lo, hi), lo == 0 or node.nullable, flags)
+
+
+_MIN_LENGTH: dict[Node, int] = {}
+
+
+def min_length(node: Node, depth: int = 0) -> int:
+    """A lower bound of the length of ``node``'s shortest string: exact without
+    intersections and complements (an intersection counts its longest member's, a
+    complement 1 unless nullable); 0 past 200 levels of nesting. Cached."""
+    got = _MIN_LENGTH.get(node)
+    if got is not None:
+        return got
+    if depth > 200:
+        return 0
+    depth += 1
+    n, k = node, node.kind
+    if n.nullable:
+        got = 0
+    elif k == K_BYTES:
+        got = 1
+    elif k == K_CONCAT:
+        got = 0
+        while n.kind == K_CONCAT:
+            got += min_length(n.args[0], depth)
+            n = n.args[1]
+        got += min_length(n, depth)
+    elif k == K_ALT:
+        got = min(min_length(m, depth) for m in n.args)
+    elif k == K_AND:
+        got = max(min_length(m, depth) for m in n.args)
+    elif k == K_REPEAT:
+        got = n.args[1] * min_length(n.args[0], depth)
+    elif n is EMPTY:
+        got = 1 << 30
+    else:  # a complement or a hide, not nullable
+        got = 1
+    _MIN_LENGTH[node] = got
+    return got
 
 
 def _merge_counts(a: int, b: int, lo: int, hi: int) -> tuple[int, int] | None:

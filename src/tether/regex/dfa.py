@@ -30,6 +30,7 @@ from ..limits import Limits, check_deadline, current
 from .ast import (
     EMPTY,
     F_BOOLEAN,
+    F_COUNTED,
     Node,
     byte_classes,
     classes_of,
@@ -39,6 +40,7 @@ from .ast import (
     node_classes,
     to_string,
 )
+from .horizon import Horizon
 from .language import is_empty
 
 DEAD = -1
@@ -74,6 +76,10 @@ class LexerDfa:
         self._empty_memo: dict[Node, bool] = {}
         self._ones: dict[int, tuple[int]] = {}  # terminal -> (terminal,), shared by states
         self._pending: dict[int, list[Any]] = {}  # state -> _plan
+        self._horizon: Horizon | None = None  # horizon_state's rewrites and memos
+        # per state: it holds a long counted repeat (one horizon_state may relax)
+        self.counted: list[bool] = []
+        self._horizon_of: dict[int, int] = {}
         cap = self._cap = 16
         self.table: NDArray[np.int32] = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         self.accepts: NDArray[np.int8] = np.zeros(cap, dtype=np.int8)
@@ -112,6 +118,7 @@ class LexerDfa:
             if one is None:
                 one = self._ones[t] = (t,)
             self._live.append(one)
+            self.counted.append(n.flags & F_COUNTED != 0)
             if n.nullable:
                 self._accepting.append(one)
                 self.accepts[sid] = 1
@@ -121,6 +128,7 @@ class LexerDfa:
         acc = tuple([t for t, n in state if n.nullable])
         self._accepting.append(acc)
         self._live.append(tuple([t for t, _ in state]))
+        self.counted.append(any(n.flags & F_COUNTED for _, n in state))
         if not state:
             self.table[sid] = DEAD
         if acc:
@@ -175,6 +183,29 @@ class LexerDfa:
             sid = self._state_id(self._prune((t, self.nodes[t]) for t in ids))
             self._start_cache[key] = sid
         return sid
+
+    def horizon_state(self, state: int, horizon: int) -> int:
+        """A state that no byte string of at most ``horizon`` bytes tells apart from
+        ``state`` (the same strings keep the lexeme alive, the same terminals accept after
+        each), its large counted repeats unbounded (``regex.horizon``): every position of
+        a long ``maxLength`` string far from its bound gets the same one. ``state`` itself
+        when it has none. Cached; ``horizon`` must be the same at every call."""
+        got = self._horizon_of.get(state)
+        if got is None:
+            pairs = self._states[state]
+            got = state
+            if self.counted[state]:
+                h = self._horizon
+                if h is None:
+                    h = self._horizon = Horizon(horizon)
+                elif h.horizon != horizon:
+                    raise ValueError(f"horizon {horizon} after {h.horizon}")
+                formed = tuple([(t, h.form(n)) for t, n in pairs])
+                if any(a[1] is not b[1] for a, b in zip(formed, pairs, strict=True)):
+                    got = self._state_id(formed)
+                    self._horizon_of.setdefault(got, got)
+            self._horizon_of[state] = got
+        return got
 
     def state_of(self, pairs: Iterable[tuple[int, Node]]) -> int:
         """State id for explicit ``(terminal, node)`` pairs (terminals in increasing order)."""

@@ -40,6 +40,15 @@ def bounded_strings_grammar() -> Grammar:
                                     whitespace="compact")
 
 
+def counted_words_grammar() -> Grammar:
+    """A JSON array of strings of at most 40 characters and 21 words: long counts whose
+    far positions share mask states (``CompiledConstraint.mask_state``)."""
+    return Grammar.from_json_schema(
+        {"type": "array", "items": {"type": "string", "maxLength": 40,
+                                    "pattern": r"^(?:\S+\s+){0,20}\S+$"}},
+        whitespace="compact")
+
+
 def regex_grammar(pattern: str) -> Grammar:
     g = Grammar(start="start")
     g.add_terminal(Terminal("RX", regex=pattern))
@@ -95,6 +104,10 @@ GRAMMARS: dict[str, tuple[Callable[[], Grammar], bytes, list[bytes]]] = {
     "regex_bounded": (lambda: regex_grammar(r"[a-c]{2,4}x?"), b"abcx", [b"ab", b"abcx", b"cccc"]),
     "bounded_strings": (bounded_strings_grammar, b'[],"ab \\n\xc3\xa9\xe2\x82\xac',
                         [b'["ab",""]', b'["\xc3\xa9\xc3\xa9ab","\xe2\x82\xac"]', b'["a\\nb "]']),
+    "counted_words": (counted_words_grammar, b'[],"ab \n\xc3\xa9',
+                      [b'["ab a\\nb","\xc3\xa9"]', b'["' + b"a " * 19 + b'a"]', b"[]"]),
+    "regex_counted": (lambda: regex_grammar(r"[a-c]{0,45}(x[a-c ]{0,35})?y"), b"abcxy ",
+                      [b"y", b"ab" * 20 + b"xa b y", b"x" + b"a" * 35 + b"y"]),
     "greedy": (greedy_grammar, b"ab ", [b"ab", b"aab", b"a ab", b"aa a aab"]),
     "stop": (stop_grammar, b"ab ;end", [b"end", b"ab;end", b"a b;;end"]),
     "keyword": (keyword_grammar, b"ifxa= ", [b"if a=b", b"x=y  if  q = r", b"ifa=b"]),

@@ -114,3 +114,29 @@ def test_bounded_string_slices_stop_at_the_characters_left() -> None:
     assert m.consume(toks.index(b'["'))
     got = {vocab.tokens[t] for t in engine_mask(m, vocab)}
     assert b"abab" in got and b"\xc3\xa9\xc3\xa9ab" in got and b"ababa" not in got
+
+
+@pytest.mark.parametrize("name", ["counted_words", "regex_counted"])
+def test_far_positions_of_long_counts_share_mask_states(name: str) -> None:
+    """The grammars with long counts do reach states mapped to a relaxed one (so the
+    random walks above compare those masks with the reference), and a mapped state's
+    masks are those of a walk from the state itself."""
+    from tether.engine.walk import start_walk
+
+    build, alphabet, samples = GRAMMARS[name]
+    vocab = random_vocab(alphabet + b"".join(samples), random.Random(name), n=80)
+    cc = compile(build(), vocab)
+    mapped = 0
+    for text in samples:
+        m = cc.matcher()
+        for t in greedy_tokenize(vocab, text):
+            got = engine_mask(m, vocab)
+            if cc.mask_state(m._ls) != m._ls:
+                mapped += 1
+                own = allocate_mask(vocab.size)
+                with cc.lock:
+                    start_walk(cc.vindex, cc.steps, m._ls, m._node, own).run()
+                want = set(mask_to_ids(own).tolist()) - set(vocab.eos_ids)
+                assert got - set(vocab.eos_ids) == want, (text, t)
+            assert m.consume(t), m.error
+    assert mapped > 0
