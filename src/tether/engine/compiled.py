@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from tether.engine import walk as _walk
 from tether.engine.matcher import Matcher
-from tether.engine.slices import DEFAULT_BUCKETS, VocabIndex, vocab_index
+from tether.engine.slices import DEFAULT_BUCKETS, INF, VocabIndex, vocab_index
 from tether.engine.tables import StepTables
 from tether.engine.walk import Stacks, Walk, new_stacks, start_walk
 from tether.errors import ConstraintError, TetherError
@@ -187,8 +187,11 @@ class CompiledConstraint:
                     k0 = min(k0, self.vindex.trie.max_depth)
                 if k0 - hint[1] >= 16:
                     depths[ls] = k0 - hint[1]
-        return start_walk(self.vindex, self.steps, ls, node, out, slices=self.use_slices,
-                          depth_cache=self._depth_cache, stacks=stacks)
+        walk = start_walk(self.vindex, self.steps, ls, node, out, slices=self.use_slices,
+                          depth_cache=depths, stacks=stacks)
+        if depths.get(ls, 0) >= INF:  # no text ends the lexeme: a string body's state?
+            self.steps.ascii_loop(ls)  # (kept for consume: decided once per state)
+        return walk
 
     def finish_mask(self, key: tuple[int, int, bool], walk: Walk,
                     parser: Callable[[], Any] | None = None) -> None:

@@ -92,6 +92,8 @@ class StepTables:
         # function of filled table entries (which never change), so readers need no
         # lock: one dict lookup is atomic. Each is emptied at its limit.
         self.token_steps: dict[int, int] = {}
+        # lexer state -> every ASCII text byte leads back to it (``ascii_loop``)
+        self.ascii_loops: dict[int, bool] = {}
         self.token_moves: dict[tuple[int, int], tuple[int, int, bool, tuple[int, ...]]] = {}
 
     # ---- lexer side -------------------------------------------------------------------
@@ -161,6 +163,20 @@ class StepTables:
         s = int(self.dfa.run_inside(ls, data))
         self._new_states()
         return s
+
+    def ascii_loop(self, ls: int) -> bool:
+        """Every ASCII text byte (``0x20..0x7E`` but ``"`` and ``\\``) leads from ``ls`` back
+        to ``ls``, which ends no lexeme at once (a string body's state): a token of those
+        bytes leaves the state as it is. Decided once per state, from the entries known
+        then (an unknown one: False), by the mask of a state whose slice depth is
+        unbounded (its ASCII entries are filled by then); ``consume`` reads the kept
+        answers only. Caller holds the lock (a row's first fill is several numpy stores)."""
+        got = self.ascii_loops.get(ls)
+        if got is None:
+            self._ensure_accid(ls)
+            got = self.ascii_loops[ls] = (bool((self.dfa.table[ls, _ASCII_TEXT] == ls).all())
+                                          and int(self.lazyf[ls]) == 0)
+        return got
 
     def horizon_state(self, ls: int, horizon: int) -> int:
         """``LexerDfa.horizon_state``: the state no string of at most ``horizon`` bytes
@@ -351,6 +367,9 @@ class StepTables:
         if self.accid.shape[0] < cap:
             self.accid = _grow(self.accid, cap, UNKNOWN)
             self.lazyf = _grow(self.lazyf, cap, UNKNOWN)
+
+
+_ASCII_TEXT = np.asarray([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], np.intp)
 
 
 def _dfa_of(lexer: Any) -> Any:

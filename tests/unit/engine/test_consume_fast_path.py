@@ -247,6 +247,33 @@ def test_text_tokens_in_a_json_string_take_the_cache() -> None:
     assert m._out_len == len(b'{"name":"abc","note":"') + 18
 
 
+def test_ascii_text_in_a_string_body_leaves_the_state() -> None:
+    """In an unbounded string body every ASCII text byte leads back to the state, so an
+    ASCII text token moves without a kernel run or a cache entry per (state, token); a
+    bounded string's state (the characters left count down) is not such a loop."""
+    cc = CompiledConstraint(GRAMMARS["json"], VOCAB)
+    m = cc.matcher()
+    for t in (b'{"', b'name', b'":', b'"', b'abc', b'","', b'n', b'o', b't', b'e', b'":', b'"'):
+        assert m.consume(TOKENS.index(t)), (t, m.error)
+    _mask(m)
+    ls = m._ls
+    texts = [TOKENS.index(t) for t in (b"abc", b"yes", b" so", b"12", b"abcabcabc")]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Matcher, "_consume", lambda *a: pytest.fail("per-byte path taken"))
+        mp.setattr(Matcher, "_moves_of", lambda *a: pytest.fail("kernel move taken"))
+        for t in texts:
+            assert m.consume(t), m.error
+            assert m._ls == ls
+    assert cc.steps.ascii_loops[ls] is True
+    assert m._out_len == len(b'{"name":"abc","note":"') + sum(len(TOKENS[t]) for t in texts)
+    assert m.consume(TOKENS.index(b'"}')) and m.is_accepting()
+    bounded = CompiledConstraint(GRAMMARS["json"], VOCAB).matcher()
+    for t in (b'{"', b'name', b'":', b'"', b'abc'):
+        assert bounded.consume(TOKENS.index(t)), (t, bounded.error)
+    _mask(bounded)
+    assert bounded.cc.steps.ascii_loop(bounded._ls) is False  # name: maxLength 12
+
+
 def test_a_bounded_string_refuses_through_the_per_byte_path() -> None:
     f = CompiledConstraint(GRAMMARS["json"], VOCAB).matcher()
     r = reference(CompiledConstraint(GRAMMARS["json"], VOCAB).matcher())
