@@ -45,7 +45,7 @@ class Matcher:
 
     __slots__ = ("cc", "_ls", "_node", "_start", "_p", "_lag", "_rows", "_hist", "_eos",
                  "error", "_out_len", "_hint", "_vsize", "_info", "_token_steps",
-                 "_token_moves", "_scratch", "_tokens", "_ascii", "_ascii_loops")
+                 "_token_moves", "_scratch", "_tokens", "_ascii_loops")
 
     def __init__(self, cc: CompiledConstraint) -> None:
         self.cc = cc
@@ -62,7 +62,7 @@ class Matcher:
         self._hint: tuple[int, int] | None = None
         # consume's fast path (read-only, shared): see ``consume``
         self._vsize = cc.vocabulary.size
-        self._info, self._ascii = _token_info(cc)
+        self._info = _token_info(cc)
         self._ascii_loops = cc.steps.ascii_loops
         self._token_steps = cc.steps.token_steps
         self._token_moves = cc.steps.token_moves
@@ -108,7 +108,7 @@ class Matcher:
         m._hist = list(self._hist)
         m._eos, m.error, m._out_len, m._hint = self._eos, self.error, self._out_len, self._hint
         m._vsize, m._info, m._token_steps = self._vsize, self._info, self._token_steps
-        m._ascii, m._ascii_loops = self._ascii, self._ascii_loops
+        m._ascii_loops = self._ascii_loops
         m._token_moves, m._scratch, m._tokens = self._token_moves, _NO_SCRATCH, self._tokens
         return m
 
@@ -242,7 +242,7 @@ class Matcher:
                     if s is not None:  # inside the lexeme: the lexer state alone moves
                         self._move_inside(ls0, s, info)
                         return True
-                    if info < 0 and self._ascii_loops.get(ls0) and self._ascii[token]:
+                    if info < 0 and self._ascii_loops.get(ls0) and self._tokens[token].isascii():
                         self._move_inside(ls0, ls0, info)  # ASCII text in a string body
                         return True
                     move = self._token_moves.get((key, self._node))
@@ -532,16 +532,15 @@ _PY_MOVE_BYTES = 4  # tokens up to this long: followed in Python first (see _mov
 # weak reference: the index cache of ``slices`` decides how long an index lives); a dead
 # or other index is a miss.
 _INFO: OrderedDict[tuple[int, int], tuple[weakref.ref[VocabIndex], Vocabulary,
-                                          list[int], list[bool]]] = OrderedDict()
+                                          list[int]]] = OrderedDict()
 _INFO_LIMIT = 8
 
 
-def _token_info(cc: CompiledConstraint) -> tuple[list[int], list[bool]]:
+def _token_info(cc: CompiledConstraint) -> list[int]:
     """Per token id, the fast path's view of it, shared by the matchers of ``cc``'s
     vocabulary and index: 0 for EOS, special and empty tokens (the checked path's), else
     its length in bytes, negated for a text token (``VocabIndex.is_text_token``:
-    ``_consume``'s hint); and whether it is a text token of ASCII bytes only (``consume``'s
-    string-body shortcut). Made once per vocabulary and index, with numpy (a few ms for
+    ``_consume``'s hint). Made once per vocabulary and index, with numpy (a few ms for
     262k tokens), so that no token pays for it at its first use."""
     vocab, vindex = cc.vocabulary, cc.vindex
     key = (id(vocab), id(vindex))
@@ -552,19 +551,10 @@ def _token_info(cc: CompiledConstraint) -> tuple[list[int], list[bool]]:
         off = [*vocab.eos_ids, *vocab.special_ids]
         if off:
             info[np.asarray(off, np.int64)] = 0  # empty tokens already have 0
-        # text tokens without a byte >= 0x80: count those bytes per token (reduceat over
-        # the non-empty tokens' starts in the joined bytes)
-        flat = np.frombuffer(b"".join(vocab.tokens), np.uint8)
-        high = np.zeros(len(lens), np.int64)
-        some = lens > 0
-        if flat.size:
-            starts = (np.cumsum(lens) - lens)[some]
-            high[some] = np.add.reduceat((flat >= 0x80).astype(np.int64), starts)
-        ascii_ = vindex.text_ids & (high == 0)
-        hit = _INFO[key] = (weakref.ref(vindex), vocab, info.tolist(), ascii_.tolist())
+        hit = _INFO[key] = (weakref.ref(vindex), vocab, info.tolist())
         while len(_INFO) > _INFO_LIMIT:
             _INFO.popitem(last=False)
-    return hit[2], hit[3]
+    return hit[2]
 
 
 def token_id(value: object) -> int | None:
