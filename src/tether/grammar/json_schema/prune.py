@@ -72,6 +72,7 @@ def prune(g: Grammar) -> None:
     else:
         g.rules = [r for r in rules if r.lhs in reach]
     g.terminals = {k: v for k, v in g.terminals.items() if k in reach}
+    g.mark_trimmed()
 
 
 def _close_productive(rest: list[Rule], productive: set[str]) -> list[Rule]:
