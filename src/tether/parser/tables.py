@@ -113,8 +113,8 @@ class ParserTables:
         self.rule_pos: list[int] = list(itertools.accumulate(lens, initial=0))
         n_pos = self.rule_pos.pop()
         chain = itertools.chain.from_iterable
-        self.sym: list[int] = list(chain(chain(zip(enc.rhs, _END_MARKS, strict=False))))
-        self.lhs: list[int] = list(chain(map(itertools.repeat, enc.lhs, lens)))
+        self.sym: list[int] = list(chain(map(operator.add, enc.rhs, _END_MARKS)))
+        self.lhs: list[int] = list(chain(map(operator.mul, zip(enc.lhs), lens)))  # (a,) * len
         self._rule_of: list[int] | None = None
         self.pos_bits = max(1, n_pos.bit_length())
         self.accept_pos = self.rule_pos[0] + 1
