@@ -312,10 +312,26 @@ class Grammar:
     # the front-end AST the grammar was lowered from, with the IR it produced, so that
     # composition can lower the combined grammar again (see compose.py); ignored by ==
     source_ast: object = field(default=None, repr=False, compare=False)
+    # the ``ir_signature`` when ``mark_trimmed`` was last called (see ``trimmed``)
+    _trimmed_at: tuple[object, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     def ir_signature(self) -> tuple[object, ...]:
         """A value that changes whenever rules, terminals, start or ignore change."""
         return (self.start, tuple(self.rules), tuple(self.terminals.items()), tuple(self.ignore))
+
+    def mark_trimmed(self) -> None:
+        """Record that every rule derives a finite text and is reachable from the start,
+        and that every terminal is used (a front end that pruned its grammar says so:
+        ``trimmed`` then spares the parser tables the same work)."""
+        self._trimmed_at = self.ir_signature()
+
+    @property
+    def trimmed(self) -> bool:
+        """Whether ``mark_trimmed`` was called and the grammar has not changed since
+        (rules, terminals, start and ignore compared: each is immutable, so equal
+        signatures are equal grammars)."""
+        at = self._trimmed_at
+        return at is not None and at == self.ir_signature()
 
     def add_rule(self, lhs: str, *rhs: Symbol) -> None:
         self.rules.append(Rule(lhs, tuple(rhs)))

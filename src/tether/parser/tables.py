@@ -113,8 +113,8 @@ class ParserTables:
         self.rule_pos: list[int] = list(itertools.accumulate(lens, initial=0))
         n_pos = self.rule_pos.pop()
         chain = itertools.chain.from_iterable
-        self.sym: list[int] = list(chain(chain(zip(enc.rhs, _END_MARKS, strict=False))))
-        self.lhs: list[int] = list(chain(map(itertools.repeat, enc.lhs, lens)))
+        self.sym: list[int] = list(chain(map(operator.add, enc.rhs, _END_MARKS)))
+        self.lhs: list[int] = list(chain(map(operator.mul, zip(enc.lhs), lens)))  # (a,) * len
         self._rule_of: list[int] | None = None
         self.pos_bits = max(1, n_pos.bit_length())
         self.accept_pos = self.rule_pos[0] + 1
@@ -375,70 +375,87 @@ def _encode(grammar: Grammar) -> _Encoded:
     plhs = list(map(nid.__getitem__, map(_LHS, rules)))
     n_rules = len(rules)
 
-    # productive: terminals (defined or not) are; sweep the rules until nothing changes
-    productive = bytearray(n_ids)
-    productive[:n_td] = b"\x01" * n_td
-    productive[n_ps:] = b"\x01" * (n_ids - n_ps)
-    is_prod = productive.__getitem__
-    rest: Sequence[int] = range(n_rules)
-    for _ in range(_SWEEPS):
-        left = []
-        for r in rest:
-            if all(map(is_prod, prhs[r])):
-                productive[plhs[r]] = 1
-            else:
-                left.append(r)
-        if len(left) == len(rest):
-            break
-        rest = left
-    else:
-        _close_productive(rest, plhs, prhs, productive, n_td, n_ps)
-    start_id = nid[grammar.start]
-    if not productive[start_id]:
-        raise GrammarError(f"start rule {grammar.start!r} derives no finite text")
-    good = [True] * n_rules
-    for r in rest:
-        if not all(map(is_prod, prhs[r])):
-            good[r] = False
-    # reachable from the start through productive rules (a worklist; each rule is read once
-    # and its whole right side added in C); terminals are collected on the way
-    # (by_lhs holds rule index + 1: the final id when nothing is dropped, $start -> start
-    # being rule 0)
-    by_lhs: list[list[int]] = [[] for _ in range(n_ids)]
-    if len(rest) == 0:
+    by_lhs: list[list[int]]
+    kept: Sequence[int]
+    dropped: tuple[str, ...]
+    if n_ids == n_ps and grammar.trimmed:
+        # every name defined, and the front end pruned the grammar (``mark_trimmed``):
+        # every rule is productive and reachable, every terminal used
+        for name in grammar.ignore:
+            if name not in tdefs:
+                raise GrammarError(f"terminal {name!r} is used but not defined")
+        start_id = nid[grammar.start]
+        by_lhs = [[] for _ in range(n_ids)]
         for r, a in enumerate(plhs, 1):
             by_lhs[a].append(r)
+        kept = range(n_rules)
+        dropped = ()
+        terminals = list(tdefs.values())
     else:
-        for r, a in enumerate(plhs, 1):
-            if good[r - 1]:
+        # productive: terminals (defined or not) are; sweep the rules until nothing changes
+        productive = bytearray(n_ids)
+        productive[:n_td] = b"\x01" * n_td
+        productive[n_ps:] = b"\x01" * (n_ids - n_ps)
+        is_prod = productive.__getitem__
+        rest: Sequence[int] = range(n_rules)
+        for _ in range(_SWEEPS):
+            left = []
+            for r in rest:
+                if all(map(is_prod, prhs[r])):
+                    productive[plhs[r]] = 1
+                else:
+                    left.append(r)
+            if len(left) == len(rest):
+                break
+            rest = left
+        else:
+            _close_productive(rest, plhs, prhs, productive, n_td, n_ps)
+        start_id = nid[grammar.start]
+        if not productive[start_id]:
+            raise GrammarError(f"start rule {grammar.start!r} derives no finite text")
+        good = [True] * n_rules
+        for r in rest:
+            if not all(map(is_prod, prhs[r])):
+                good[r] = False
+        # reachable from the start through productive rules (a worklist; each rule is read once
+        # and its whole right side added in C); terminals are collected on the way
+        # (by_lhs holds rule index + 1: the final id when nothing is dropped, $start -> start
+        # being rule 0)
+        by_lhs = [[] for _ in range(n_ids)]
+        if len(rest) == 0:
+            for r, a in enumerate(plhs, 1):
                 by_lhs[a].append(r)
-    reach = {start_id}
-    expanded = bytearray(n_ids)
-    todo = [start_id]
-    while todo:
-        a = todo.pop()
-        if expanded[a]:
-            continue
-        expanded[a] = 1
-        for r in by_lhs[a]:
-            right = prhs[r - 1]
-            n0 = len(reach)
-            reach.update(right)
-            if len(reach) != n0:
-                todo += right
-    kept = [r for r in range(n_rules) if good[r] and plhs[r] in reach]
-    dropped = tuple(n for n in nt_names[1:] if nid[n] not in reach)
+        else:
+            for r, a in enumerate(plhs, 1):
+                if good[r - 1]:
+                    by_lhs[a].append(r)
+        reach = {start_id}
+        expanded = bytearray(n_ids)
+        todo = [start_id]
+        while todo:
+            a = todo.pop()
+            if expanded[a]:
+                continue
+            expanded[a] = 1
+            for r in by_lhs[a]:
+                right = prhs[r - 1]
+                n0 = len(reach)
+                reach.update(right)
+                if len(reach) != n0:
+                    todo += right
+        kept = [r for r in range(n_rules) if good[r] and plhs[r] in reach]
+        dropped = tuple(n for n in nt_names[1:] if nid[n] not in reach)
 
-    # terminals: every one the kept rules use, then %ignore ones, in definition order
-    for name in grammar.ignore:
-        if name not in tdefs:
-            raise GrammarError(f"terminal {name!r} is used but not defined")
-    for s in reach:
-        if s >= n_ps:
-            name = next(n for n, i in tid.items() if i == s)
-            raise GrammarError(f"terminal {name!r} is used but not defined")
-    ign = {tid[n] for n in grammar.ignore}
-    terminals = [t for i, t in enumerate(tdefs.values()) if i in reach or i in ign]
+        # terminals: every one the kept rules use, then %ignore ones, in definition order
+        for name in grammar.ignore:
+            if name not in tdefs:
+                raise GrammarError(f"terminal {name!r} is used but not defined")
+        for s in reach:
+            if s >= n_ps:
+                name = next(n for n, i in tid.items() if i == s)
+                raise GrammarError(f"terminal {name!r} is used but not defined")
+        ign = {tid[n] for n in grammar.ignore}
+        terminals = [t for i, t in enumerate(tdefs.values()) if i in reach or i in ign]
     every = len(kept) == n_rules
     names = nt_names if every else [START, *dict.fromkeys(nt_names[plhs[r] - n_td] for r in kept)]
     n_t = len(terminals)

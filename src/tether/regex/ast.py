@@ -161,9 +161,23 @@ def literal(data: bytes | str, rest: Node = EPSILON) -> Node:
         data = data.encode("utf-8")
     if rest is EMPTY:
         return EMPTY
-    result = rest
+    if not data:
+        return rest
+    # ``_concat2(byte node, result)`` inlined (a byte node is no star; it is not nullable
+    # and has no flags): one dict probe per byte, the same interned nodes
+    table, byte_nodes = _table, _BYTE_NODES
+    if rest is EPSILON:
+        result = byte_nodes[data[-1]]
+        data = data[:-1]
+    else:
+        result = rest
+    flags = result.flags
     for b in reversed(data):
-        result = _BYTE_NODES[b] if result is EPSILON else _concat2(_BYTE_NODES[b], result)
+        key = (K_CONCAT, (byte_nodes[b], result))
+        node = table.get(key)
+        if node is None:
+            node = table[key] = Node(K_CONCAT, key[1], False, len(table), flags)
+        result = node
     return result
 
 

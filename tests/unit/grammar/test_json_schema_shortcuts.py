@@ -107,3 +107,18 @@ def test_the_any_value_replay_makes_the_grammar_a_build_makes(monkeypatch: Any) 
     built = {(i, j): _outcome(s, o) for i, s in enumerate(SCHEMAS) for j, o in enumerate(OPTIONS)}
     assert replayed == built
     assert any("max_rules" in v for v in built.values())  # a limit met inside the node
+
+
+def test_the_any_value_replay_meets_max_rules_where_a_build_does(monkeypatch: Any) -> None:
+    # the replay appends its rules at once when they fit, else one by one (the rule past
+    # the limit raises, naming the pointer the build names): every limit around the node
+    from tether.grammar.json_schema import compiler
+
+    schemas: list[Any] = [{"type": "array"}, {"properties": {"a": {"type": "string"}, "b": {}}},
+                          {"type": "object", "properties": {"x": {"items": {"type": "integer"}}}}]
+    cases = [(s, {"whitespace": "flexible", "max_rules": n}) for s in schemas for n in range(0, 60, 3)]
+    replayed = [_outcome(s, o) for s, o in cases]
+    monkeypatch.setattr(compiler, "_any_value", lambda c: None)
+    built = [_outcome(s, o) for s, o in cases]
+    assert replayed == built
+    assert any("max_rules" in v for v in built) and any("max_rules" not in v for v in built)

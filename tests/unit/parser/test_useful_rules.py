@@ -150,3 +150,46 @@ def test_prediction_data_is_computed_on_first_use() -> None:
     assert pred.terminals == {t.terminal_ids["x"]}
     assert len(pred.nts) == 7  # $start and N0..N5
     assert t.pred_closure[t.start + 3] == {t.start + k for k in range(3, 7)}
+
+
+def _tables_fields(t: ParserTables) -> tuple[object, ...]:
+    return (t.rule_lhs, t.rule_rhs, t.nonterminals, [x.name for x in t.terminals], t.dropped,
+            list(t.rules_of))
+
+
+@settings(max_examples=200, deadline=None)
+@given(grammars())
+def test_a_trimmed_grammar_gives_the_tables_of_the_full_encoding(g: Grammar) -> None:
+    # the JSON Schema compiler's prune marks its output trimmed; the tables then skip
+    # their own productivity and reachability passes and must come out the same
+    from tether.grammar.json_schema.prune import prune
+
+    kept, _ = _reference(g)
+    if "S" not in {r.lhs for r in kept}:
+        return
+    prune(g)
+    assert g.trimmed
+    fast = ParserTables.from_grammar(g, nullable_terminals=())
+    g._trimmed_at = None  # the same grammar, unmarked: the full passes
+    assert not g.trimmed
+    assert _tables_fields(ParserTables.from_grammar(g, nullable_terminals=())) == _tables_fields(fast)
+
+
+def test_a_trimmed_mark_lapses_when_the_grammar_changes() -> None:
+    g = Grammar("S")
+    g.add_terminal(Terminal("a", literal="a"))
+    g.add_rule("S", T("a"))
+    g.mark_trimmed()
+    assert g.trimmed
+    g.rules.append(Rule("Z", (NT("Z"),)))  # unproductive and unreachable
+    assert not g.trimmed
+    assert ParserTables.from_grammar(g, nullable_terminals=()).dropped == ("Z",)
+    g.mark_trimmed()  # a wrong mark is still checked for undefined names
+    g.rules.append(Rule("S", (T("missing"),)))
+    g.mark_trimmed()
+    with pytest.raises(GrammarError, match="'missing' is used but not defined"):
+        ParserTables.from_grammar(g, nullable_terminals=())
+    for change in (lambda: g.terminals.pop("a"), lambda: setattr(g, "start", "Z"), lambda: g.ignore.append("a")):
+        g.mark_trimmed()
+        change()
+        assert not g.trimmed

@@ -141,8 +141,11 @@ def test_pickle_and_deepcopy_keep_interning() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(data=st.binary(max_size=8), tail=st.sampled_from([r"", r"a*b", r"[ \t]{0,3}:", r"(?:x|yz)+"]))
+@given(data=st.binary(max_size=8),
+       tail=st.sampled_from([r"", r"a*b", r"[ \t]{0,3}:", r"(?:x|yz)+", r"[a-z]{0,64}", r"(?=a)\w"]))
 def test_literal_onto_a_rest_is_the_concatenation(data: bytes, tail: str) -> None:
     rest = parse(tail) if tail else EPSILON
-    assert literal(data, rest) is concat(literal(data), rest)
+    node = literal(data, rest)
+    assert node is concat(literal(data), rest)
+    assert node.flags == rest.flags and node.nullable == (not data and rest.nullable)
     assert literal(data, EMPTY) is EMPTY

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.errors import LimitError, SchemaError, TetherError, limited
-from tether.grammar.ir import NT, Grammar, T, Terminal
+from tether.grammar.ir import NT, Grammar, Rule, T, Terminal
 from tether.grammar.json_schema import numbers as num
 from tether.grammar.json_schema.canonical import reorder
 from tether.grammar.json_schema.check import check_document
@@ -113,24 +113,26 @@ class _Replay:
 
     hints: tuple[str, ...]  # the node's own first
     terms: tuple[tuple[Spec, str], ...]
-    inner: tuple[tuple[int, tuple[tuple[bool, int], ...]], ...]  # (lhs, rhs): (is a term, index)
-    own: tuple[tuple[tuple[bool, int], ...], ...]  # the node's alternatives, appended last
+    # the rules in order, (lhs, rhs): the lhs an index into the fresh names, each symbol of
+    # the rhs an index into the terminals then the names (``len(terms) + k``: name ``k``)
+    rules: tuple[tuple[int, tuple[int, ...]], ...]
+    n_inner: int  # the first ``n_inner`` rules are the inner nodes'; then the node's own
 
     def into(self, c: SchemaCompiler, key: tuple[Any, ...], where: str) -> str:
         names = [c.fresh(h) for h in self.hints]
         c.memo[key] = names[0]
-        terms = [c.term(spec, hint) for spec, hint in self.terms]
-        nts = [NT(name) for name in names]
-
-        def sym(x: tuple[bool, int]) -> NT | T:
-            return terms[x[1]] if x[0] else nts[x[1]]
-
-        c.path.append(where)
-        for lhs, rhs in self.inner:
-            c.rule(names[lhs], *map(sym, rhs))
-        c.path.pop()
-        for rhs in self.own:
-            c.rule(names[0], *map(sym, rhs))
+        syms: list[NT | T] = [c.term(spec, hint) for spec, hint in self.terms]
+        syms += [NT(name) for name in names]
+        at = syms.__getitem__
+        rules = c.g.rules
+        if len(rules) + len(self.rules) <= c.max_rules:  # no limit met: appended at once
+            rules += [Rule(names[lhs], tuple(map(at, rhs))) for lhs, rhs in self.rules]
+            return names[0]
+        c.path.append(where)  # the rule past max_rules raises, naming the build's pointer
+        for k, (lhs, rhs) in enumerate(self.rules):
+            if k == self.n_inner:
+                c.path.pop()
+            c.rule(names[lhs], *map(at, rhs))
         return names[0]
 
 
@@ -183,8 +185,10 @@ def _any_value(c: SchemaCompiler) -> _Replay | None:
         index = {f"{h}_{i}": i for i, h in enumerate(r.hints, 1)}
         term_index = {t.name: i for i, t in enumerate(r.terms.values())}
 
-        def syms(rhs: tuple[Any, ...]) -> tuple[tuple[bool, int], ...]:
-            return tuple((True, term_index[x.name]) if isinstance(x, T) else (False, index[x.name] - 1)
+        n_terms = len(r.new_terms)
+
+        def syms(rhs: tuple[Any, ...]) -> tuple[int, ...]:
+            return tuple(term_index[x.name] if isinstance(x, T) else n_terms + index[x.name] - 1
                          for x in rhs)
 
         n_inner = sum(1 for rule in r.g.rules if rule.lhs != name)
@@ -192,8 +196,7 @@ def _any_value(c: SchemaCompiler) -> _Replay | None:
                 and all(x.name in index or x.name in term_index for rule in r.g.rules for x in rule.rhs)
                 and all(rule.lhs in index for rule in r.g.rules)):
             found = _Replay(tuple(r.hints), tuple(r.new_terms),
-                            tuple((index[rule.lhs] - 1, syms(rule.rhs)) for rule in r.g.rules[:n_inner]),
-                            tuple(syms(rule.rhs) for rule in r.g.rules[n_inner:]))
+                            tuple((index[rule.lhs] - 1, syms(rule.rhs)) for rule in r.g.rules), n_inner)
     if len(_ANY_VALUE) >= 64:
         _ANY_VALUE.clear()
     _ANY_VALUE[key] = found
@@ -314,7 +317,7 @@ def compile_json_schema(
         place = c.path[-1] if c is not None and c.path else "#"
         raise LimitError("max_nesting", "deeper than the Python stack holds", lim.max_nesting, place,
                          detail="lower Limits.max_nesting, or simplify the schema") from None
-    if not any(r.lhs == "root" for r in c.g.rules):
+    if not any(r.lhs == "root" for r in reversed(c.g.rules)):  # the last rule, when kept
         raise SchemaError("the schema allows no finite value", "#")
     return c.g
 

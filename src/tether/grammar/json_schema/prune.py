@@ -21,7 +21,8 @@ def prune(g: Grammar) -> None:
     Cost: about three passes over the rules, each symbol read in C.
     """
     rules = g.rules
-    if not set(map(_LHS, rules)).isdisjoint(g.terminals):
+    defined = set(map(_LHS, rules))
+    if not defined.isdisjoint(g.terminals):
         _prune_general(g)
         return
     productive = set(g.terminals)
@@ -69,9 +70,11 @@ def prune(g: Grammar) -> None:
                             stack.append(x.name)
     if bad:
         g.rules = [r for r in rules if r.lhs in reach and id(r) not in bad]
-    else:
+    elif not defined <= reach:
         g.rules = [r for r in rules if r.lhs in reach]
-    g.terminals = {k: v for k, v in g.terminals.items() if k in reach}
+    if not g.terminals.keys() <= reach:
+        g.terminals = {k: v for k, v in g.terminals.items() if k in reach}
+    g.mark_trimmed()
 
 
 def _close_productive(rest: list[Rule], productive: set[str]) -> list[Rule]:
