@@ -36,12 +36,12 @@ from .ast import (
     plus,
     repeat,
     star,
-    to_string,
 )
 from .compile import from_tree, parse, parse_tree, search
 from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LexerDfa
 from .language import example, is_empty, is_equivalent, is_subset, matches, random_member
 from .lowering import ANY_CHAR, charset_node
+from .show import to_string
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,10 +38,10 @@ from .ast import (
     first_bytes,
     firsts_child,
     node_classes,
-    to_string,
 )
 from .horizon import Horizon
 from .language import is_empty
+from .show import to_string
 
 DEAD = -1
 UNKNOWN = -2

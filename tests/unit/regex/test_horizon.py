@@ -18,6 +18,7 @@ from tether.regex import ast as A
 from tether.regex import parse
 from tether.regex.horizon import SLACK, Horizon, longest_shortest_completion
 from tether.regex.language import example, is_empty
+from tether.regex.show import to_string
 
 _LEAVES = [A.byte_set(ord("a")), A.byte_set(ord("b")), A.byte_set(ord("a"), ord("b"), ord("c")),
            A.literal(b"ab"), A.literal(b"cab"), A.EPSILON]
@@ -84,7 +85,7 @@ def _disagree(node: A.Node, form: A.Node, horizon: int, undecided=assume) -> byt
 @given(node=_nodes(), horizon=st.integers(1, 3))
 def test_form_agrees_on_every_short_string(node: A.Node, horizon: int) -> None:
     form = Horizon(horizon).form(node)
-    assert _disagree(node, form, horizon) is None, (A.to_string(node), A.to_string(form))
+    assert _disagree(node, form, horizon) is None, (to_string(node), to_string(form))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -94,7 +95,7 @@ def test_form_of_a_derivative_agrees(node: A.Node, horizon: int, w: bytes) -> No
     w = bytes(b"abcd"[b % 4] for b in w)
     d = _after(node, w)
     form = Horizon(horizon).form(d)
-    assert _disagree(d, form, horizon) is None, (A.to_string(d), A.to_string(form))
+    assert _disagree(d, form, horizon) is None, (to_string(d), to_string(form))
 
 
 def test_a_long_count_is_relaxed_and_a_short_one_kept() -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tether.errors import LimitError, RegexError, RegexLimitError, TetherError
 from tether.limits import Limits, check_deadline, deadline, limits
 from tether.regex import LexerDfa, matches, parse, search
-from tether.regex.ast import size
+from tether.regex.show import size
 
 
 def _fresh(tag: str) -> str:
