@@ -74,9 +74,7 @@ class Node:
         return self.uid < other.uid
 
     def __repr__(self) -> str:
-        from .show import to_string
-
-        return f"Node({to_string(self)})"
+        return f"Node({_RENDER(self)})"
 
     def __reduce__(self) -> tuple[Callable[[int, tuple[Any, ...]], Node], tuple[int, tuple[Any, ...]]]:
         # rebuilt through the smart constructors, so an unpickled (or deep-copied) node is
@@ -84,9 +82,22 @@ class Node:
         return (_rebuild, (self.kind, self.args))
 
     def __str__(self) -> str:
-        from .show import to_string
+        return _RENDER(self)
 
-        return to_string(self)
+
+def _by_uid(n: Node) -> str:
+    return f"#{n.uid}"
+
+
+# how a node renders in ``repr`` and ``str``: ``show.to_string``, set when ``show`` loads
+# (the package loads it; ``show`` imports this module, never the other way round)
+_RENDER: Callable[[Node], str] = _by_uid
+
+
+def set_renderer(render: Callable[[Node], str]) -> None:
+    """Make ``render`` what ``repr(node)`` and ``str(node)`` use."""
+    global _RENDER
+    _RENDER = render
 
 
 F_BOOLEAN = 1

@@ -17,6 +17,7 @@ from .ast import (
     K_STAR,
     Node,
     mask_bytes,
+    set_renderer,
 )
 
 
@@ -109,3 +110,6 @@ def _show(n: Node, prec: int, budget: list[int], depth: int) -> str:
     if k in (K_EMPTY, K_EPS, K_BYTES):
         budget[0] -= len(s)
     return s
+
+
+set_renderer(to_string)
