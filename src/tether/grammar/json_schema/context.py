@@ -306,7 +306,7 @@ class Context:
         t = self.key_terms.get(k)
         if t is None:
             own = self.term(self.layout.key_literal(depth, first, key), "key")
-            t = self.key_terms[k] = (*self.key_punct_terms(depth, first), own)
+            t = self.key_terms[k] = (*self.key_punct_terms(depth, first), own, *self.key_colon_terms())
         return t
 
     def key_punct_terms(self, depth: int, first: bool) -> tuple[T, ...]:
@@ -315,6 +315,13 @@ class Context:
         if not self.layout.split_keys:
             return ()
         return (self.term(self.layout.key_punct(depth, first)),)
+
+    def key_colon_terms(self) -> tuple[T, ...]:
+        """The colon lexeme after a key when the layout ``split_keys`` (else nothing: the
+        key's lexeme holds it)."""
+        if not self.layout.split_keys:
+            return ()
+        return (self.term(self.layout.key_colon()),)
 
     def punct_term(self, kind: Literal["close_object", "array_sep", "close_array"], depth: int,
                    first: bool) -> T:
