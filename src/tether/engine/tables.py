@@ -228,7 +228,9 @@ class StepTables:
             return n
         n = len(self.node_allowed)
         self.nodes[key] = n
-        allowed = frozenset(parser.allowed_terminals()) | self.ignore
+        allowed = frozenset(parser.allowed_terminals())  # (a frozenset: the same object)
+        if self.ignore:  # (a union is a new set, hashed again at each lookup below)
+            allowed |= self.ignore
         self.node_allowed.append(allowed)
         rows = parser.n_rows
         keep = origin[0] < 0 or rows <= _SHALLOW_ROWS or rows % _CHECKPOINT == 0

@@ -158,6 +158,18 @@ class EarleyParser:
         row = self.rows[-1]
         if row._key >= 0:
             return row._key
+        contexts = self._contexts(row)
+        for _, _, dep in contexts:
+            if dep._key < 0:
+                break
+        else:  # the rows it depends on have keys (the usual case): this one's alone
+            content = (row.pred.key, row.accepting,
+                       frozenset([(p, top, dep._key) for p, top, dep in contexts]))
+            k = self.tables.row_keys.get(content)
+            if k is None:
+                k = self.tables.row_keys.setdefault(content, next(self.tables.row_key_ids))
+            row._key = k
+            return k
         # give keys to the rows this one depends on first (iteratively, oldest first)
         need: dict[int, Row] = {}
         todo = [row]
@@ -190,9 +202,16 @@ class EarleyParser:
         pb, lhs, rows = t.pos_bits, t.lhs, self.rows
         pm = (1 << pb) - 1
         out = []
+        leo = self.leo
         for it in row.kernel:
             p, j = it & pm, it >> pb
-            top = self._leo_top(j, lhs[p]) if self.leo else -1
+            if leo:
+                memo = rows[j].leo  # _leo_top's memo read here first: no call on a hit
+                top = memo.get(lhs[p], -2) if memo is not None else -2
+                if top == -2:
+                    top = self._leo_top(j, lhs[p])
+            else:
+                top = -1
             if top >= 0:
                 out.append((p, top & pm, rows[top >> pb]))
             else:
