@@ -36,7 +36,7 @@ def warmup() -> None:
     t = np.full((1, 256), -1, i32)
     trie = (np.zeros(2, np.uint8), np.array([0, 1], i32), np.full(2, -1, i32),
             np.full(2, 2, i32), np.full(1, -1, i32))
-    rest = (np.zeros(2, i32), np.zeros(2, i32), np.zeros(1, np.uint32), 1, 2)
+    rest = (np.zeros((4, 2), i32), np.zeros(1, np.uint32), 1, 2)
     walk_lexemes(*trie, t, one, None, t, one, *rest)  # no lazy terminals
     walk_lexemes(*trie, t, one, one, t, one, *rest)  # lazy terminals
     token_moves(t, one, one, t, one, b"", 0, 0, one)  # Matcher.consume's fast path

@@ -29,16 +29,30 @@ DEAD = -1
 UNKNOWN = -2
 
 
+NOT_YET = -3  # a walk stack's level: the lexeme's next start not looked up yet
+
+
 @nb.njit(cache=True, nogil=True)
 def walk_lexemes(byte, depth, token, end, dup_next, table, accid, lazyf, trans, nstart,  # type: ignore[no-untyped-def]
-                 lstack, pstack, mask, start, stop):  # fmt: skip
+                 stacks, mask, start, stop):  # fmt: skip
     """Set the bit of every token of the trie nodes ``start..stop-1`` (whole subtrees of
     the root, or the rest of a walk resumed at ``start``) that the state at
-    ``lstack[0], pstack[0]`` can consume. Inside a lexeme follow ``table``; when a byte
-    kills the lexeme and its state accepts (``accid[state] >= 0``), follow the parser edge
-    ``trans[node, accid]`` and restart the lexer at ``nstart[node']``. Return -1 when
-    done, or the trie node whose step needs an UNKNOWN entry (the stacks then hold its
-    path: fill the entry and call again with ``start`` = that node).
+    ``stacks[0, 0], stacks[1, 0]`` (lexer state, node) can consume. Inside a lexeme follow
+    ``table``; when a byte kills the lexeme and its state accepts (``accid[state] >= 0``),
+    follow the parser edge ``trans[node, accid]`` and restart the lexer at
+    ``nstart[node']``. Return -1 when done, or the trie node whose step needs an UNKNOWN
+    entry (the stacks then hold its path: fill the entry and call again with ``start`` =
+    that node).
+
+    ``stacks`` (``int32[4, depth + 1]``), per trie depth ``d`` of the path: the lexer
+    state (row 0) and node (row 1) after the path's first ``d`` bytes, and the lexer
+    state a byte that ends that lexeme restarts from with its node (rows 2 and 3:
+    ``nstart[trans[node, accid[state]]]`` and that node, DEAD when the lexeme cannot end
+    there, ``NOT_YET`` until a child first needs it). Looked up once per trie node
+    instead of once per child: most children of a node whose lexeme may end are dead
+    bytes, each of which would read ``accid``, ``trans`` and ``nstart`` again. Only
+    known entries are kept (an UNKNOWN one returns first), and entries never change, so
+    the rows stay valid across a resume; the caller sets ``stacks[2, 0] = NOT_YET``.
 
     ``lazyf``: None for a grammar without lazy terminals (numba compiles that case
     apart, without the test below), else per lexer state: after each byte, a state that
@@ -47,32 +61,41 @@ def walk_lexemes(byte, depth, token, end, dup_next, table, accid, lazyf, trans, 
     p = start
     while p < stop:
         d = depth[p]
-        ls = lstack[d - 1]
-        pn = pstack[d - 1]
+        ls = stacks[0, d - 1]
         b = byte[p]
         s = table[ls, b]
-        if s < 0:
+        if s >= 0:
+            pn = stacks[1, d - 1]
+        else:
             if s == UNKNOWN:
                 return p
-            a = accid[ls]
-            if a < 0:
-                if a == UNKNOWN:
-                    return p
+            s0 = stacks[2, d - 1]
+            if s0 == NOT_YET:
+                a = accid[ls]
+                if a < 0:
+                    if a == UNKNOWN:
+                        return p
+                    s0 = DEAD
+                else:
+                    c = trans[stacks[1, d - 1], a]
+                    if c < 0:
+                        if c == UNKNOWN:
+                            return p
+                        s0 = DEAD
+                    else:
+                        s0 = nstart[c]
+                        stacks[3, d - 1] = c
+                stacks[2, d - 1] = s0
+            if s0 < 0:
                 p = end[p]
                 continue
-            c = trans[pn, a]
-            if c < 0:
-                if c == UNKNOWN:
-                    return p
-                p = end[p]
-                continue
-            s = table[nstart[c], b]
+            s = table[s0, b]
             if s < 0:
                 if s == UNKNOWN:
                     return p
                 p = end[p]
                 continue
-            pn = c
+            pn = stacks[3, d - 1]
         if lazyf is not None:
             z = lazyf[s]
             if z != 0:
@@ -86,8 +109,9 @@ def walk_lexemes(byte, depth, token, end, dup_next, table, accid, lazyf, trans, 
                     continue
                 s = nstart[c]
                 pn = c
-        lstack[d] = s
-        pstack[d] = pn
+        stacks[0, d] = s
+        stacks[1, d] = pn
+        stacks[2, d] = NOT_YET
         set_tokens(mask, token, dup_next, p)
         p += 1
     return -1

@@ -54,6 +54,7 @@ from tether.regex.ast import INF as REPEAT_INF
 from tether.tokens.trie import TokenTrie
 
 _kernels: ModuleType | None = None
+_NOT_YET = -3  # _kernels.NOT_YET (that module loads numba: not imported here)
 
 
 def kernels() -> ModuleType:
@@ -68,12 +69,14 @@ def kernels() -> ModuleType:
     return _kernels
 
 
-Stacks = tuple[NDArray[np.int32], NDArray[np.int32]]
+Stacks = NDArray[np.int32]
 
 
 def new_stacks(max_depth: int) -> Stacks:
-    """A walk's two stacks (lexer state, node by trie depth) for tries up to ``max_depth``."""
-    return np.empty(max_depth + 1, np.int32), np.empty(max_depth + 1, np.int32)
+    """A walk's stacks (``int32[4, max_depth + 1]``: lexer state, node, and the next
+    lexeme's start and node, by trie depth; see ``_kernels.walk_lexemes``) for tries up
+    to ``max_depth``."""
+    return np.empty((4, max_depth + 1), np.int32)
 
 
 class Walk:
@@ -84,16 +87,16 @@ class Walk:
     meanwhile), ``fill()`` fills the entry it stopped at (the Python slow path, one
     thread at a time), ``run()`` alternates the two on the calling thread."""
 
-    __slots__ = ("trie", "hi", "dup_next", "steps", "lstack", "pstack", "mask", "p", "misses")
+    __slots__ = ("trie", "hi", "dup_next", "steps", "stacks", "mask", "p", "misses")
 
     def __init__(self, trie: TokenTrie, lo: int, hi: int, dup_next: NDArray[np.int32],
                  steps: StepTables, ls: int, node: int, mask: NDArray[np.uint32],
                  stacks: Stacks | None = None) -> None:
         self.trie, self.hi, self.dup_next, self.steps, self.mask = trie, hi, dup_next, steps, mask
-        if stacks is None or stacks[0].shape[0] <= trie.max_depth:
+        if stacks is None or stacks.shape[1] <= trie.max_depth:
             stacks = new_stacks(trie.max_depth)
-        self.lstack, self.pstack = stacks
-        self.lstack[0], self.pstack[0] = ls, node
+        self.stacks = stacks
+        stacks[0, 0], stacks[1, 0], stacks[2, 0] = ls, node, _NOT_YET
         self.p = lo  # the next trie node; -1 when done
         self.misses = 0  # table entries filled by Python
 
@@ -102,8 +105,8 @@ class Walk:
         t, st = self.trie, self.steps
         self.p = (_kernels or kernels()).walk_lexemes(
             t.byte, t.depth, t.token, t.end, self.dup_next, st.table, st.accid,
-            st.lazyf if st.lazy else None, st.trans, st.nstart, self.lstack, self.pstack,
-            self.mask, self.p, self.hi)
+            st.lazyf if st.lazy else None, st.trans, st.nstart, self.stacks, self.mask,
+            self.p, self.hi)
         return self.p < 0
 
     def fill(self) -> None:
@@ -111,7 +114,8 @@ class Walk:
         p = self.p
         d = int(self.trie.depth[p])
         self.misses += 1
-        self.steps.step(int(self.lstack[d - 1]), int(self.pstack[d - 1]), int(self.trie.byte[p]))
+        stacks = self.stacks
+        self.steps.step(int(stacks[0, d - 1]), int(stacks[1, d - 1]), int(self.trie.byte[p]))
 
     def run(self) -> int:
         """Walk to the end on this thread; returns the entries Python filled.
@@ -121,19 +125,19 @@ class Walk:
         walk_lexemes = (_kernels or kernels()).walk_lexemes
         t, st = self.trie, self.steps
         byte, depth, token, end, dup_next = t.byte, t.depth, t.token, t.end, self.dup_next
-        lstack, pstack, mask, hi = self.lstack, self.pstack, self.mask, self.hi
+        stacks, mask, hi = self.stacks, self.mask, self.hi
         p = self.p
         while True:
             st.sync()  # a step may have grown the tables: read them again each round
             p = walk_lexemes(byte, depth, token, end, dup_next, st.table, st.accid,
-                             st.lazyf if st.lazy else None, st.trans, st.nstart, lstack,
-                             pstack, mask, p, hi)
+                             st.lazyf if st.lazy else None, st.trans, st.nstart, stacks,
+                             mask, p, hi)
             self.p = p
             if p < 0:
                 return self.misses
             self.misses += 1
             d = int(depth[p])
-            st.step(int(lstack[d - 1]), int(pstack[d - 1]), int(byte[p]))
+            st.step(int(stacks[0, d - 1]), int(stacks[1, d - 1]), int(byte[p]))
 
 
 def walk_trie(trie: TokenTrie, lo: int, hi: int, dup_next: NDArray[np.int32],
