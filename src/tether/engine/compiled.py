@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from tether.engine import walk as _walk
 from tether.engine.matcher import Matcher
 from tether.engine.slices import DEFAULT_BUCKETS, INF, VocabIndex, vocab_index
-from tether.engine.tables import StepTables
+from tether.engine.tables import UNKNOWN, StepTables
 from tether.engine.walk import Stacks, Walk, new_stacks, start_walk
 from tether.errors import ConstraintError, TetherError
 from tether.grammar.ir import Grammar
@@ -201,11 +201,20 @@ class CompiledConstraint:
         ls, node, at_start = key
         out = walk.mask
         self.stats["slow_steps"] += walk.misses
-        if not at_start:
-            a = self.steps.accid_of(ls)
-            if a >= 0:  # make sure the accepting test below has its transition
-                self.steps.transition(node, a, parser)
-        if self.is_accepting_at(ls, node, at_start):
+        st = self.steps
+        if at_start:
+            accepting = st.naccept.item(node) == 1
+        else:  # is_accepting_at, its transition filled first
+            a = st.accid.item(ls) if ls < st.accid.shape[0] else UNKNOWN
+            if a == UNKNOWN:
+                a = st.accid_of(ls)
+            accepting = False
+            if a >= 0:
+                c = st.trans.item(node, a)
+                if c == UNKNOWN:
+                    c = st.transition(node, a, parser)
+                accepting = c >= 0 and st.naccept.item(c) == 1
+        if accepting:
             for w, bit in self.vindex.eos_bits:
                 out[w] = out.item(w) | bit
         once = self._walked_once

@@ -142,6 +142,7 @@ class VocabIndex:
         # above it (``_taken``, a bisection)
         self._tops_upto = list(accumulate(self.slice_tops, max))
         self._build_parts()
+        self._walk_parts: dict[int, tuple[TokenTrie, int, int, NDArray[np.uint32] | None]] = {}
 
     def _build(self, vocab: Vocabulary, buckets: tuple[int, ...]) -> None:
         """Sort the vocabulary once; classify, bucket and lay out every part from it."""
@@ -228,10 +229,16 @@ class VocabIndex:
         the root) hold every token to walk when every text string of up to ``depth_ok``
         bytes is safe, and ``union`` is the mask of the slices taken whole (None: the
         full trie is walked)."""
-        j = self._taken(depth_ok)
-        if j == 0 or depth_ok <= self._full_upto:
-            return self.trie, 1, self.trie.n_nodes, None
-        return self.parts, 1, self._parts_stop[j], self.union[j - 1]
+        got = self._walk_parts.get(depth_ok)  # (a few depths recur: every mask asks)
+        if got is None:
+            j = self._taken(depth_ok)
+            if j == 0 or depth_ok <= self._full_upto:
+                got = (self.trie, 1, self.trie.n_nodes, None)
+            else:
+                got = (self.parts, 1, self._parts_stop[j], self.union[j - 1])
+            if len(self._walk_parts) < 1024:
+                self._walk_parts[depth_ok] = got
+        return got
 
     def _build_parts(self) -> None:
         """One flat trie ``[rest, slices[-1], ..., slices[0]]`` (roots dropped, a common
