@@ -31,6 +31,9 @@ EXTRA = 64
 # steps would otherwise be a return to Python. Filling any new state ahead (whatever its
 # classes) cost more in derivatives of states never reached than it saved.
 CHAIN = 48
+# new states of several terminals the byte of a miss leads to again, filled at once, up to
+# this many per miss (a token of repeated bytes walks them next)
+REPEAT = 32
 
 def bytes_mask(bs: Any) -> int:
     """A 256-bit int with the bits of the bytes ``bs`` set."""
@@ -66,6 +69,17 @@ class RowFiller:
             return
         n0 = dfa.n_states
         self._fill(state, need, extra=EXTRA)
+        if need is not None and need & (need - 1) == 0:
+            # the same byte again from each new state it leads to (a run of spaces
+            # through the states of a gap shared by several terminals: `ws,ws` and `ws}`)
+            b = need.bit_length() - 1
+            s, todo = state, REPEAT
+            while todo > 0 and dfa.n_states <= dfa.max_states // 2:
+                s = int(dfa.table[s, b])
+                if s < n0 or len(dfa.pairs(s)) < 2 or dfa.table[s, b] != UNKNOWN:
+                    break  # not new; one terminal (the chain below); or known
+                self._fill(s, need, extra=EXTRA)
+                todo -= 1
         nxt, todo = n0, CHAIN
         while nxt < dfa.n_states and todo > 0 and dfa.n_states <= dfa.max_states // 2:
             pairs = dfa.pairs(nxt)
