@@ -83,7 +83,6 @@ class StepTables:
         self._recent: OrderedDict[int, Any] = OrderedDict()
         self._start_cache: dict[frozenset[int], int] = {}
         self._acc_upto = 0  # lexer states below this have accid / lazyf set
-        self.node_depth: dict[Any, int] = {}  # regex node -> text containment depth
         # ``Matcher.consume``'s fast path. token_steps: ``ls * vocabulary size + token``
         # -> the lexer state reached when the token's bytes stay inside the lexeme begun
         # at ``ls`` (no lexeme ends: the node plays no part); token_moves: that key and a

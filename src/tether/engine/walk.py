@@ -212,7 +212,8 @@ def lexeme_depth(steps: StepTables, ls: int, limit: int, cache: dict[Any, int]) 
     only means a longer walk, never another mask).
 
     One terminal's depth depends only on its remaining regex, so it is cached by regex
-    node in ``cache``: the body of a JSON string, met again in every state that holds
+    node in ``cache`` (``node_depths(limit)``, shared by every constraint of the
+    process): the body of a JSON string, met again in every state and schema that holds
     it, is searched once. A terminal that cannot start with every ASCII text byte has
     depth 0 (no search). Grammars with lazy terminals use the search on the whole state.
     """
@@ -236,6 +237,25 @@ def lexeme_depth(steps: StepTables, ls: int, limit: int, cache: dict[Any, int]) 
             if best >= limit:
                 break
     return best
+
+
+_NODE_DEPTHS: dict[int, dict[Any, int]] = {}
+_NODE_DEPTHS_LIMIT = 1 << 17  # entries per limit (a full memo is emptied)
+
+
+def node_depths(limit: int) -> dict[Any, int]:
+    """The process's memo of ``lexeme_depth``'s per-terminal depths at ``limit``: regex
+    node -> depth. A terminal's depth is a function of its remaining regex alone (and the
+    limit), not of the grammar or the lexer state holding it, so the memo is shared by
+    every compiled constraint: the string bodies of one schema recur in the next.
+    Interned nodes live as long as the process, so keeping them as keys holds nothing
+    more alive."""
+    memo = _NODE_DEPTHS.get(limit)
+    if memo is None:
+        memo = _NODE_DEPTHS.setdefault(limit, {})
+    elif len(memo) > _NODE_DEPTHS_LIMIT:
+        memo.clear()
+    return memo
 
 
 def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, int]) -> int:
@@ -318,7 +338,7 @@ def start_walk(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
         return Walk(t, 1, t.n_nodes, vindex.dup_next, steps, ls, node, mask, stacks)
     k = depth_cache.get(ls) if depth_cache is not None else None
     if k is None:
-        k = lexeme_depth(steps, ls, vindex.max_slice_len, steps.node_depth)
+        k = lexeme_depth(steps, ls, vindex.max_slice_len, node_depths(vindex.max_slice_len))
         if depth_cache is not None:
             depth_cache[ls] = k
     trie, lo, hi, union = vindex.parts_to_walk(k)
