@@ -76,7 +76,7 @@ class StepTables:
         self.naccept = np.zeros(16, np.int8)
         self.nodes: dict[Any, int] = {}
         self.node_allowed: list[frozenset[int]] = []
-        # a parser per node, never pushed (see parser_at): kept for shallow nodes and every
+        # a parser per node (pushed only by transition, popped back at once; see parser_at): kept for shallow nodes and every
         # _CHECKPOINT rows; others are rebuilt from their origin (parent node, lexeme)
         self._node_parser: list[Any] = []
         self._node_from: list[tuple[int, int]] = []
@@ -275,14 +275,20 @@ class StepTables:
 
     def transition(self, node: int, a: int, parser: Callable[[], Any] | None = None) -> int:
         """``trans[node, a]``, computing it if unknown with ``parser()`` (a parser at
-        ``node``; default: ``parser_at(node)``).
+        ``node``; default: the node's kept parser, else ``parser_at(node)``).
 
         The parser is returned in the state it was given in (push, intern, pop).
         """
         c = int(self.trans[node, a])
         if c != UNKNOWN:
             return c
-        p = parser() if parser is not None else self.parser_at(node)
+        if parser is not None:
+            p = parser()
+        else:  # the node's own parser when it keeps one: pushed and popped back below,
+            # under the caller's lock like every fill (no copy of its row stack)
+            p = self._node_parser[node]
+            if p is None:
+                p = self.parser_at(node)
         before = p.n_rows
         try:
             c = self.intern(p, (node, a)) if self.push_lexeme(p, a) else DEAD
