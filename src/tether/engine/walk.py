@@ -140,14 +140,6 @@ class Walk:
             st.step(int(stacks[0, d - 1]), int(stacks[1, d - 1]), int(byte[p]))
 
 
-def walk_trie(trie: TokenTrie, lo: int, hi: int, dup_next: NDArray[np.int32],
-              steps: StepTables, ls: int, node: int, mask: NDArray[np.uint32]) -> int:
-    """OR into ``mask`` every token in the subtrees ``lo..hi-1`` of ``trie`` (children of
-    its root) allowed from ``(ls, node)``. Returns the number of table steps Python filled.
-    """
-    return Walk(trie, lo, hi, dup_next, steps, ls, node, mask).run()
-
-
 def containment_depth(table_of: Callable[[], NDArray[np.int32]],
                       fill_row: Callable[[int, int], None], state: int, limit: int,
                       ends: Callable[[int], bool] | None = None, budget: int = 96) -> int:
