@@ -34,8 +34,7 @@ def warmup() -> None:
     i32 = np.int32
     one = np.zeros(1, i32)
     t = np.full((1, 256), -1, i32)
-    trie = (np.zeros(2, np.uint8), np.array([0, 1], i32), np.full(2, -1, i32),
-            np.full(2, 2, i32), np.full(1, -1, i32))
+    trie = (np.array([2 << 32, 2 << 32 | 1 << 8]), np.full(2, -1, i32), np.full(1, -1, i32))
     rest = (np.zeros((4, 2), i32), np.zeros(1, np.uint32), 1, 2)
     walk_lexemes(*trie, t, one, None, t, one, *rest)  # no lazy terminals
     walk_lexemes(*trie, t, one, one, t, one, *rest)  # lazy terminals

@@ -143,6 +143,7 @@ class VocabIndex:
         self._tops_upto = list(accumulate(self.slice_tops, max))
         self._build_parts()
         self._walk_parts: dict[int, tuple[TokenTrie, int, int, NDArray[np.uint32] | None]] = {}
+        self._packed: dict[int, tuple[TokenTrie, NDArray[np.int64]]] = {}
 
     def _build(self, vocab: Vocabulary, buckets: tuple[int, ...]) -> None:
         """Sort the vocabulary once; classify, bucket and lay out every part from it."""
@@ -239,6 +240,18 @@ class VocabIndex:
             if len(self._walk_parts) < 1024:
                 self._walk_parts[depth_ok] = got
         return got
+
+    def packed(self, trie: TokenTrie) -> NDArray[np.int64]:
+        """``trie`` (``self.trie`` or ``self.parts``) as the walk kernel reads it
+        (``_kernels.packed``: one ``int64`` per node), made at the first call (about 5 MB
+        and a few milliseconds for Gemma 3's full trie)."""
+        got = self._packed.get(id(trie))
+        if got is None or got[0] is not trie:
+            from tether.engine import _kernels  # numba: loaded by the first mask
+
+            got = (trie, _kernels.packed(trie.byte, trie.depth, trie.end))
+            self._packed[id(trie)] = got
+        return got[1]
 
     def _build_parts(self) -> None:
         """One flat trie ``[rest, slices[-1], ..., slices[0]]`` (roots dropped, a common

@@ -87,12 +87,13 @@ class Walk:
     meanwhile), ``fill()`` fills the entry it stopped at (the Python slow path, one
     thread at a time), ``run()`` alternates the two on the calling thread."""
 
-    __slots__ = ("trie", "hi", "dup_next", "steps", "stacks", "mask", "p", "misses")
+    __slots__ = ("trie", "nodes", "hi", "dup_next", "steps", "stacks", "mask", "p", "misses")
 
-    def __init__(self, trie: TokenTrie, lo: int, hi: int, dup_next: NDArray[np.int32],
-                 steps: StepTables, ls: int, node: int, mask: NDArray[np.uint32],
-                 stacks: Stacks | None = None) -> None:
+    def __init__(self, trie: TokenTrie, nodes: NDArray[np.int64], lo: int, hi: int,
+                 dup_next: NDArray[np.int32], steps: StepTables, ls: int, node: int,
+                 mask: NDArray[np.uint32], stacks: Stacks | None = None) -> None:
         self.trie, self.hi, self.dup_next, self.steps, self.mask = trie, hi, dup_next, steps, mask
+        self.nodes = nodes  # the trie as the kernel reads it (VocabIndex.packed)
         if stacks is None or stacks.shape[1] <= trie.max_depth:
             stacks = new_stacks(trie.max_depth)
         self.stacks = stacks
@@ -104,7 +105,7 @@ class Walk:
         """Run the kernel from ``p`` (the tables must be ``sync``-ed); True when done."""
         t, st = self.trie, self.steps
         self.p = (_kernels or kernels()).walk_lexemes(
-            t.byte, t.depth, t.token, t.end, self.dup_next, st.table, st.accid,
+            self.nodes, t.token, self.dup_next, st.table, st.accid,
             st.lazyf if st.lazy else None, st.trans, st.nstart, self.stacks, self.mask,
             self.p, self.hi)
         return self.p < 0
@@ -124,12 +125,12 @@ class Walk:
         runs here: no attribute or import per round)."""
         walk_lexemes = (_kernels or kernels()).walk_lexemes
         t, st = self.trie, self.steps
-        byte, depth, token, end, dup_next = t.byte, t.depth, t.token, t.end, self.dup_next
+        byte, depth, token, nodes, dup_next = t.byte, t.depth, t.token, self.nodes, self.dup_next
         stacks, mask, hi = self.stacks, self.mask, self.hi
         p = self.p
         while True:
             st.sync()  # a step may have grown the tables: read them again each round
-            p = walk_lexemes(byte, depth, token, end, dup_next, st.table, st.accid,
+            p = walk_lexemes(nodes, token, dup_next, st.table, st.accid,
                              st.lazyf if st.lazy else None, st.trans, st.nstart, stacks,
                              mask, p, hi)
             self.p = p
@@ -327,7 +328,8 @@ def start_walk(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
     if not slices:
         mask.fill(0)
         t = vindex.trie
-        return Walk(t, 1, t.n_nodes, vindex.dup_next, steps, ls, node, mask, stacks)
+        return Walk(t, vindex.packed(t), 1, t.n_nodes, vindex.dup_next, steps, ls, node, mask,
+                    stacks)
     k = depth_cache.get(ls) if depth_cache is not None else None
     if k is None:
         k = lexeme_depth(steps, ls, vindex.max_slice_len, node_depths(vindex.max_slice_len))
@@ -338,7 +340,8 @@ def start_walk(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
         mask.fill(0)
     else:
         np.copyto(mask, union)
-    return Walk(trie, lo, hi, vindex.dup_next, steps, ls, node, mask, stacks)
+    return Walk(trie, vindex.packed(trie), lo, hi, vindex.dup_next, steps, ls, node, mask,
+                stacks)
 
 
 def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
