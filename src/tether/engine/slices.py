@@ -249,7 +249,8 @@ class VocabIndex:
         if got is None or got[0] is not trie:
             from tether.engine import _kernels  # numba: loaded by the first mask
 
-            got = (trie, _kernels.packed(trie.byte, trie.depth, trie.end))
+            got = (trie, _kernels.packed(trie.byte, trie.depth, trie.end, trie.token,
+                                         trie.dup_next))
             self._packed[id(trie)] = got
         return got[1]
 

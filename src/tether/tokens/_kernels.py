@@ -18,9 +18,9 @@ UNKNOWN = -2  # a table row that has not been computed yet
 @nb.njit(cache=True, nogil=True, inline="always")
 def set_tokens(mask, token, dup_next, p):  # type: ignore[no-untyped-def]
     """Set in ``mask`` the bit of trie node ``p``'s token and of each token with the same
-    bytes (``token[p]``, then ``dup_next`` down to -1); the trie walks of this layer and
-    of the engine call it for every node they reach (inlined into them by numba: a call
-    per node measured ~2% slower)."""
+    bytes (``token[p]``, then ``dup_next`` down to -1); the trie walk of this layer calls
+    it for every node it reaches (inlined by numba: a call per node measured ~2% slower;
+    the engine's walk does the same from its packed trie words)."""
     t = token[p]
     while t >= 0:
         mask[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
