@@ -142,7 +142,8 @@ class VocabIndex:
         # above it (``_taken``, a bisection)
         self._tops_upto = list(accumulate(self.slice_tops, max))
         self._build_parts()
-        self._walk_parts: dict[int, tuple[TokenTrie, int, int, NDArray[np.uint32] | None]] = {}
+        self._walk_parts: dict[int, tuple[TokenTrie, NDArray[np.int64], int, int,
+                                          NDArray[np.uint32] | None]] = {}
         self._packed: dict[int, tuple[TokenTrie, NDArray[np.int64]]] = {}
 
     def _build(self, vocab: Vocabulary, buckets: tuple[int, ...]) -> None:
@@ -224,19 +225,21 @@ class VocabIndex:
         (the slices before the first whose longest token is longer)."""
         return bisect_right(self._tops_upto, depth_ok)
 
-    def parts_to_walk(self, depth_ok: int) -> tuple[TokenTrie, int, int,
+    def parts_to_walk(self, depth_ok: int) -> tuple[TokenTrie, NDArray[np.int64], int, int,
                                                      NDArray[np.uint32] | None]:
-        """``(trie, lo, hi, union)``: the nodes ``lo..hi-1`` of ``trie`` (whole subtrees of
-        the root) hold every token to walk when every text string of up to ``depth_ok``
-        bytes is safe, and ``union`` is the mask of the slices taken whole (None: the
-        full trie is walked)."""
+        """``(trie, nodes, lo, hi, union)``: the nodes ``lo..hi-1`` of ``trie`` (whole
+        subtrees of the root; ``nodes`` its ``packed`` words) hold every token to walk when
+        every text string of up to ``depth_ok`` bytes is safe, and ``union`` is the mask of
+        the slices taken whole (None: the full trie is walked)."""
         got = self._walk_parts.get(depth_ok)  # (a few depths recur: every mask asks)
         if got is None:
             j = self._taken(depth_ok)
             if j == 0 or depth_ok <= self._full_upto:
-                got = (self.trie, 1, self.trie.n_nodes, None)
+                t = self.trie
+                got = (t, self.packed(t), 1, t.n_nodes, None)
             else:
-                got = (self.parts, 1, self._parts_stop[j], self.union[j - 1])
+                t = self.parts
+                got = (t, self.packed(t), 1, self._parts_stop[j], self.union[j - 1])
             if len(self._walk_parts) < 1024:
                 self._walk_parts[depth_ok] = got
         return got

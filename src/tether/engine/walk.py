@@ -335,13 +335,12 @@ def start_walk(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
         k = lexeme_depth(steps, ls, vindex.max_slice_len, node_depths(vindex.max_slice_len))
         if depth_cache is not None:
             depth_cache[ls] = k
-    trie, lo, hi, union = vindex.parts_to_walk(k)
+    trie, nodes, lo, hi, union = vindex.parts_to_walk(k)
     if union is None:
         mask.fill(0)
     else:
         np.copyto(mask, union)
-    return Walk(trie, vindex.packed(trie), lo, hi, vindex.dup_next, steps, ls, node, mask,
-                stacks)
+    return Walk(trie, nodes, lo, hi, vindex.dup_next, steps, ls, node, mask, stacks)
 
 
 def fill_mask(vindex: VocabIndex, steps: StepTables, ls: int, node: int,
