@@ -23,6 +23,8 @@ from numba import types
 from numba.extending import intrinsic
 from numpy.typing import NDArray
 
+from tether.engine.slices import HAS_DUPS
+
 DEAD = -1
 UNKNOWN = -2
 
@@ -53,7 +55,7 @@ def walk_lexemes(nodes, token, dup_next, table, accid, lazyf, trans, nstart,  # 
     the rows stay valid across a resume; the caller sets ``stacks[2, 0] = NOT_YET``.
 
     ``nodes``: the trie as ``int64`` words ``end << 32 | HAS_DUPS? | depth << 8 | byte``
-    (``packed``): a dead child is skipped on one read, one cache line, where three arrays
+    (``slices.packed_trie``): a dead child is skipped on one read, one cache line, where three arrays
     cost three (kernel time on the miss-free walks of the dev schemas about 12 % lower);
     ``HAS_DUPS`` marks the nodes whose token has others of the same bytes (110 of
     Gemma 3's 256k), so a reached token costs no random read of ``dup_next`` (3 %).
@@ -127,24 +129,6 @@ def walk_lexemes(nodes, token, dup_next, table, accid, lazyf, trans, nstart,  # 
                     t = dup_next[t]
         p += 1
     return -1
-
-
-HAS_DUPS = 1 << 24  # packed: the node's token has duplicates (follow dup_next)
-
-
-def packed(byte: NDArray[np.uint8], depth: NDArray[np.int32], end: NDArray[np.int32],
-           token: NDArray[np.int32], dup_next: NDArray[np.int32]) -> NDArray[np.int64]:
-    """The trie arrays as ``walk_lexemes`` reads them: ``end << 32 | depth << 8 | byte``
-    per node (depth below 65,536 bytes, end below 2**31: any vocabulary's trie), with
-    ``HAS_DUPS`` where ``dup_next[token]`` is a token."""
-    out: NDArray[np.int64] = end.astype(np.int64) << 32
-    out |= depth.astype(np.int64) << 8
-    out |= byte
-    has = token >= 0
-    dups = np.zeros(token.shape[0], np.bool_)
-    dups[has] = dup_next[token[has]] >= 0
-    out[dups] |= HAS_DUPS
-    return out
 
 
 @nb.njit(cache=True)

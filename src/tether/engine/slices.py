@@ -28,6 +28,7 @@ from itertools import accumulate
 import numpy as np
 from numpy.typing import NDArray
 
+from tether.errors import ConstraintError
 from tether.regex import ANY_CHAR
 from tether.regex.ast import byte_set, complement, intersect
 from tether.tokens import trie_cache
@@ -145,6 +146,8 @@ class VocabIndex:
         self._walk_parts: dict[int, tuple[TokenTrie, NDArray[np.int64], int, int,
                                           NDArray[np.uint32] | None]] = {}
         self._packed: dict[int, tuple[TokenTrie, NDArray[np.int64]]] = {}
+        self.packed(self.trie)  # (raises ConstraintError here, for a token too long)
+        self.packed(self.parts)
 
     def _build(self, vocab: Vocabulary, buckets: tuple[int, ...]) -> None:
         """Sort the vocabulary once; classify, bucket and lay out every part from it."""
@@ -246,14 +249,11 @@ class VocabIndex:
 
     def packed(self, trie: TokenTrie) -> NDArray[np.int64]:
         """``trie`` (``self.trie`` or ``self.parts``) as the walk kernel reads it
-        (``_kernels.packed``: one ``int64`` per node), made at the first call (about 5 MB
-        and a few milliseconds for Gemma 3's full trie)."""
+        (``packed_trie``: one ``int64`` per node), made with the index for its two tries
+        (about 5 MB and a few milliseconds each for Gemma 3)."""
         got = self._packed.get(id(trie))
         if got is None or got[0] is not trie:
-            from tether.engine import _kernels  # numba: loaded by the first mask
-
-            got = (trie, _kernels.packed(trie.byte, trie.depth, trie.end, trie.token,
-                                         trie.dup_next))
+            got = (trie, packed_trie(trie))
             self._packed[id(trie)] = got
         return got[1]
 
@@ -310,6 +310,32 @@ class VocabIndex:
 
 
 _CACHE: OrderedDict[tuple[str, tuple[int, ...]], VocabIndex] = OrderedDict()
+
+
+MAX_TOKEN_BYTES = 0xFFFF  # the depth field of a packed trie word (packed_trie)
+HAS_DUPS = 1 << 24  # a packed trie word: the node's token has duplicates (follow dup_next)
+
+
+def packed_trie(trie: TokenTrie) -> NDArray[np.int64]:
+    """The trie as the walk kernel (``_kernels.walk_lexemes``) reads it: per node the
+    ``int64`` word ``end << 32 | depth << 8 | byte``, with ``HAS_DUPS`` where the node's
+    token has others of the same bytes (``dup_next``). ``end`` fits (the trie's arrays
+    are ``int32``); ``depth`` is checked.
+
+    Raises:
+        ConstraintError: a token longer than ``MAX_TOKEN_BYTES`` bytes.
+    """
+    if trie.max_depth > MAX_TOKEN_BYTES:
+        raise ConstraintError(f"a token of {trie.max_depth} bytes: token masks take tokens "
+                              f"of at most {MAX_TOKEN_BYTES} bytes")
+    out: NDArray[np.int64] = trie.end.astype(np.int64) << 32
+    out |= trie.depth.astype(np.int64) << 8
+    out |= trie.byte
+    has = trie.token >= 0
+    dups = np.zeros(trie.n_nodes, np.bool_)
+    dups[has] = trie.dup_next[trie.token[has]] >= 0
+    out[dups] |= HAS_DUPS
+    return out
 
 
 def vocab_index(vocab: Vocabulary, buckets: tuple[int, ...] = DEFAULT_BUCKETS) -> VocabIndex:

@@ -17,7 +17,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tether.engine.slices import INF, VocabIndex, is_text_prefix
+from tether.engine.slices import (
+    HAS_DUPS,
+    INF,
+    MAX_TOKEN_BYTES,
+    VocabIndex,
+    is_text_prefix,
+    packed_trie,
+)
+from tether.errors import ConstraintError
 from tether.tokens import Vocabulary
 from tether.tokens.trie import TokenTrie, build_trie
 
@@ -100,3 +108,29 @@ def test_gemma_index_matches_definition(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(VocabIndex, "_build", None)  # a second build would fail
     check_built(VocabIndex(vocab, DEFAULT_BUCKETS), vocab, DEFAULT_BUCKETS)
     assert loaded.trie.fingerprint == vocab.fingerprint
+
+
+def test_packed_words_hold_each_node() -> None:
+    """The walk's packed word of every node gives back its end, depth and byte, and marks
+    exactly the nodes whose token has another of the same bytes."""
+    tokens = [b"a", b"ab", b"ab", b"b", b"abc", b"\xff", b"b", b"c"]
+    vocab = Vocabulary(tokens, eos_ids=set(), special_ids=set())
+    vi = VocabIndex(vocab, (2,))
+    for trie in (vi.trie, vi.parts):
+        words = packed_trie(trie)
+        assert np.array_equal(words >> 32, trie.end)
+        assert np.array_equal((words >> 8) & 0xFFFF, trie.depth)
+        assert np.array_equal(words & 0xFF, trie.byte)
+        has = trie.token >= 0
+        dups = np.zeros(trie.n_nodes, bool)
+        dups[has] = trie.dup_next[trie.token[has]] >= 0
+        assert np.array_equal((words & HAS_DUPS) != 0, dups)
+    assert int(((packed_trie(vi.trie) & HAS_DUPS) != 0).sum()) == 2  # "ab" and "b"
+
+
+def test_token_longer_than_the_packed_depth_is_refused() -> None:
+    """A token past the packed word's depth field is a ConstraintError when the index is
+    made (compile time), not a wrong walk."""
+    vocab = Vocabulary([b"a", b"x" * (MAX_TOKEN_BYTES + 1)], eos_ids=set(), special_ids=set())
+    with pytest.raises(ConstraintError, match="bytes"):
+        VocabIndex(vocab, (2,))
