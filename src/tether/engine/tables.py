@@ -76,8 +76,9 @@ class StepTables:
         self.naccept = np.zeros(16, np.int8)
         self.nodes: dict[Any, int] = {}
         self.node_allowed: list[frozenset[int]] = []
-        # a parser per node (pushed only by transition, popped back at once; see parser_at): kept for shallow nodes and every
-        # _CHECKPOINT rows; others are rebuilt from their origin (parent node, lexeme)
+        # a parser per node (pushed only by transition, popped back at once; see
+        # parser_at): kept for shallow nodes and every _CHECKPOINT rows; others are
+        # rebuilt from their origin (parent node, lexeme)
         self._node_parser: list[Any] = []
         self._node_from: list[tuple[int, int]] = []
         self._recent: OrderedDict[int, Any] = OrderedDict()
