@@ -21,7 +21,7 @@ from tether.errors import LimitError, SchemaError, UnsupportedSchemaError, limit
 from tether.grammar.ir import NT, Grammar, T, Terminal
 from tether.grammar.json_schema import numbers as num
 from tether.grammar.json_schema.layout import Layout, Spec
-from tether.grammar.json_schema.nodes import spec_node
+from tether.grammar.json_schema.nodes import lexeme_node
 from tether.limits import Limits, current
 
 PropertyOrder = Literal["schema", "any"]
@@ -294,9 +294,9 @@ class Context:
             if kind == "lit":
                 self.g.add_terminal(Terminal(name, literal=value))
             elif kind == "rx":
-                self.g.add_terminal(Terminal(name, regex=value, node=spec_node(spec)))
+                self.g.add_terminal(Terminal(name, regex=value, node=lexeme_node(spec)))
             else:
-                self.g.add_terminal(Terminal(name, expr=value, node=spec_node(spec)))
+                self.g.add_terminal(Terminal(name, expr=value, node=lexeme_node(spec)))
         return ref
 
     def key_literal_term(self, depth: int, first: bool, key: str) -> tuple[T, ...]:
