@@ -289,14 +289,15 @@ class Context:
         key = (kind, value)
         ref = self.terms.get(key)
         if ref is None:
+            # a new name (the count of terminals after a hint that ends in no digit)
             name = f"{hint}{len(self.terms)}"
             ref = self.terms[key] = T(name)
             if kind == "lit":
-                self.g.add_terminal(Terminal(name, literal=value))
+                self.g.terminals[name] = Terminal(name, literal=value)
             elif kind == "rx":
-                self.g.add_terminal(Terminal(name, regex=value, node=lexeme_node(spec)))
+                self.g.terminals[name] = Terminal(name, regex=value, node=lexeme_node(spec))
             else:
-                self.g.add_terminal(Terminal(name, expr=value, node=lexeme_node(spec)))
+                self.g.terminals[name] = Terminal(name, expr=value, node=lexeme_node(spec))
         return ref
 
     def key_literal_term(self, depth: int, first: bool, key: str) -> tuple[T, ...]:
@@ -380,6 +381,7 @@ class Context:
         if depth > self.limits.max_json_depth:
             return None
         parts: list[Any]
+        # a string names itself (no call); containers and other scalars are named by a call
         if isinstance(value, dict):
             parts = ["o"]
             for k, x in value.items():
@@ -387,16 +389,18 @@ class Context:
                     k = _key_text(k)
                     if k is None:
                         return None
-                x = self._structure(x, depth + 1)
-                if x is None:
-                    return None
+                if type(x) is not str:
+                    x = self._structure(x, depth + 1)
+                    if x is None:
+                        return None
                 parts += (k, x)
         else:
             parts = ["a"]
             for x in value:
-                x = self._structure(x, depth + 1)
-                if x is None:
-                    return None
+                if type(x) is not str:
+                    x = self._structure(x, depth + 1)
+                    if x is None:
+                        return None
                 parts.append(x)
         found = memo[id(value)] = self._structures.setdefault(tuple(parts), len(self._structures))
         return found
