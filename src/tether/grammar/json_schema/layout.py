@@ -182,6 +182,8 @@ class Layout:
 
     def value_spec(self, value: Any, depth: int = 0) -> Spec:
         """The lexeme for a literal value (enum/const); whitespace-flexible if the layout is."""
+        if type(value) is str:  # the most common value: no layout, no call to ``dumps``
+            return ("lit", dumps_str(value))
         if self.whitespace != "flexible" or not isinstance(value, (list, tuple, dict)):
             return ("lit", self.dumps(value, depth))
         parts: list[object] = []
