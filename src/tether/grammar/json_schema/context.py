@@ -232,6 +232,7 @@ class Context:
         # memos of ``term`` for the lexemes every object and array asks for again
         self.key_terms: dict[tuple[int, bool, str], tuple[T, ...]] = {}
         self.punct_terms: dict[tuple[str, int, bool], T] = {}
+        self.around_terms: dict[tuple[int, bool], tuple[tuple[T, ...], tuple[T, ...]]] = {}
         self.extra_terms: dict[tuple[int, bool, Any], tuple[T, ...]] = {}  # object_keywords.extra_key_term
         self.memo: dict[Any, str | None] = {}
         self.warned: set[str] = set()
@@ -307,8 +308,17 @@ class Context:
         t = self.key_terms.get(k)
         if t is None:
             own = self.term(self.layout.key_literal(depth, first, key), "key")
-            t = self.key_terms[k] = (*self.key_punct_terms(depth, first), own, *self.key_colon_terms())
+            before, after = self.key_around(depth, first)
+            t = self.key_terms[k] = (*before, own, *after)
         return t
+
+    def key_around(self, depth: int, first: bool) -> tuple[tuple[T, ...], tuple[T, ...]]:
+        """(``key_punct_terms``, ``key_colon_terms``), memoized for the compile."""
+        k = (depth, first)
+        found = self.around_terms.get(k)
+        if found is None:
+            found = self.around_terms[k] = (self.key_punct_terms(depth, first), self.key_colon_terms())
+        return found
 
     def key_punct_terms(self, depth: int, first: bool) -> tuple[T, ...]:
         """The punctuation lexeme before a key when the layout ``split_keys`` (else

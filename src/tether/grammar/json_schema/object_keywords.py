@@ -313,7 +313,8 @@ def key_term(c: Context, depth: int, first: bool, body: Any) -> tuple[T, ...]:
         own = c.term(("rx", joined(*head, '"', wrap(body), '"', after)), "key")
     else:
         own = c.term(("expr", ("concat", *head, '"', body, '"', after)), "key")
-    return (*c.key_punct_terms(depth, first), own, *c.key_colon_terms())
+    punct, colon = c.key_around(depth, first)
+    return (*punct, own, *colon)
 
 
 def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=None):  # type: ignore[no-untyped-def]
