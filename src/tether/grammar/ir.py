@@ -74,7 +74,9 @@ class Terminal:
     # ``from_regex`` from its one parse. ``to_node`` returns it instead of parsing the
     # text. It must denote the text's language; where the maker spells the parser's tree
     # it is the very node the parse builds (nodes are interned: the tests check identity).
-    # The text stays the terminal's spelling for printing, GBNF and keys.
+    # A maker may hand a ``LazyNode`` instead (built by ``to_node`` on first use; its
+    # ``nullable`` is known up front). The text stays the terminal's spelling for
+    # printing, GBNF and keys.
     node: Any = field(default=None, compare=False, repr=False)
 
     def __init__(
@@ -134,11 +136,46 @@ class Terminal:
         Raises:
             RegexError: if a regex in the terminal cannot be parsed.
         """
-        if self.node is not None and self.max_len is None:
-            return self.node
+        node = self.node
+        if node is not None and self.max_len is None:
+            return node.get() if node.__class__ is LazyNode else node
         return _terminal_node(
             self.regex, self.literal, self.flavor, self.ignore_case, self.max_len, self.expr
         )
+
+
+class LazyNode:
+    """A terminal's regex node (``Terminal.node``) that ``build`` makes on first use.
+
+    A maker that can build a node without parsing (from parts whose nodes it holds), and
+    that knows whether it matches the empty string, hands this instead of the node: the
+    parser tables read ``nullable`` and the lexer builds the node when a state first holds
+    the terminal, so a terminal the lexer never reaches (a schema's first mask needs
+    few) costs no regex work. ``build`` must not fail. Pickled as the node it builds.
+    """
+
+    __slots__ = ("_build", "_node", "nullable")
+
+    def __init__(self, build: Callable[[], RegexNode], nullable: bool) -> None:
+        self._build: Callable[[], RegexNode] | None = build
+        self._node: RegexNode | None = None
+        self.nullable = nullable
+
+    def get(self) -> RegexNode:
+        """The node (built now if it was not)."""
+        node = self._node
+        if node is None:
+            assert self._build is not None  # set until the node is built
+            node = self._node = self._build()
+            self._build = None
+        return node
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_same, (self.get(),))
+
+
+def _same(node: Any) -> Any:
+    return node
 
 
 def _setters(cls: type, *names: str) -> tuple[Any, ...]:

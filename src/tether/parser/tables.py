@@ -108,12 +108,18 @@ class ParserTables:
         self.start = n_t
         self.rule_lhs: list[int] = enc.lhs
         self.rule_rhs: list[tuple[int, ...]] = enc.rhs
-        # the flat layout, built by C-level iteration (no per-symbol Python loop)
+        # the flat layout, with no Python loop per symbol (a right side is extended in
+        # C: a third of the time of concatenating each with its end mark)
         lens = [len(rhs) + 1 for rhs in enc.rhs]
         self.rule_pos: list[int] = list(itertools.accumulate(lens, initial=0))
         n_pos = self.rule_pos.pop()
+        sym: list[int] = []
+        extend, mark = sym.extend, sym.append
+        for rhs in enc.rhs:
+            extend(rhs)
+            mark(-1)
+        self.sym = sym
         chain = itertools.chain.from_iterable
-        self.sym: list[int] = list(chain(map(operator.add, enc.rhs, _END_MARKS)))
         self.lhs: list[int] = list(chain(map(operator.mul, zip(enc.lhs), lens)))  # (a,) * len
         self._rule_of: list[int] | None = None
         self.pos_bits = max(1, n_pos.bit_length())
@@ -259,9 +265,6 @@ class ParserTables:
             pred = self._by_nts.setdefault(nts, pred)
         self._predictions[seeds] = pred
         return pred
-
-
-_END_MARKS = itertools.repeat((-1,))
 
 
 class _PerSymbol:

@@ -1,16 +1,19 @@
-"""Key lexemes of flexible-whitespace objects carry their regex node, built from parts.
+"""Lexemes of flexible-whitespace objects carry their regex node, built from parts.
 
-The compiler builds ``{ws"key"ws:ws`` from the parsed gaps and the key's bytes instead of
-parsing one regex per property. The node must be the very node the terminal's text
-parses to (nodes are interned, so the parse of the text is the same object)."""
+The compiler builds ``{ws``, ``ws,ws``, ``ws:ws`` from the parsed gaps and the bytes
+instead of parsing one regex per lexeme; a key alone is a literal (the lexer builds its
+node when it needs it). A carried node must be the very node the terminal's text parses
+to (nodes are interned, so the parse of the text is the same object)."""
 
 from __future__ import annotations
+
+import json
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tether import regex as rx
-from tether.grammar.ir import Grammar, Terminal
+from tether.grammar.ir import Grammar, LazyNode, Terminal
 from tether.grammar.json_schema.layout import Layout
 
 
@@ -18,13 +21,25 @@ def _parsed(t: Terminal) -> rx.Node:
     return Terminal(t.name, regex=t.regex, expr=t.expr).to_node()
 
 
+def _carried(t: Terminal) -> rx.Node:
+    """The node ``t`` carries (a ``LazyNode`` built now: it knew whether it is nullable)."""
+    node = t.node
+    if isinstance(node, LazyNode):
+        nullable = node.nullable
+        node = node.get()
+        assert node.nullable == nullable, t
+    assert t.to_node() is node
+    return node
+
+
 @settings(max_examples=150, deadline=None)
 @given(key=st.text(max_size=12), first=st.booleans(), max_ws=st.integers(0, 20))
-def test_a_key_node_is_the_node_its_text_parses_to(key: str, first: bool, max_ws: int) -> None:
-    spec = Layout("flexible", max_whitespace=max_ws).key_literal(0, first, key)
-    kind, text, node = spec
-    assert kind == "rx"
-    assert node is _parsed(Terminal("k", regex=text))
+def test_a_key_lexeme_is_the_literal_of_its_text(key: str, first: bool, max_ws: int) -> None:
+    lay = Layout("flexible", max_whitespace=max_ws)
+    assert lay.key_literal(0, first, key) == ("lit", json.dumps(key, ensure_ascii=False))
+    for kind, text, node in (lay.key_punct(0, first), lay.key_colon()):
+        assert kind == "rx"
+        assert node is _parsed(Terminal("k", regex=text))
 
 
 @settings(max_examples=60, deadline=None)
@@ -33,9 +48,11 @@ def test_schema_grammars_hand_the_engine_the_parsed_nodes(keys: list[str]) -> No
     schema = {"type": "object", "properties": {k: {"type": "integer"} for k in keys}}
     g = Grammar.from_json_schema(schema, whitespace="flexible")
     carried = [t for t in g.terminals.values() if t.node is not None]
-    assert len(carried) >= len(keys)  # one key lexeme per property at least
+    assert len(carried) >= 2  # the punctuation before a key and the colon after it
     for t in carried:
-        assert t.to_node() is t.node is _parsed(t)
+        assert _carried(t) is _parsed(t)
+    literals = {t.literal for t in g.terminals.values()}
+    assert all(json.dumps(k, ensure_ascii=False) in literals for k in keys)  # one per property
 
 
 def test_a_custom_gap_regex_is_parsed_whole() -> None:
@@ -56,7 +73,7 @@ def _check_grammar(g: Grammar) -> int:
     for t in g.terminals.values():
         if t.node is not None:
             carried += 1
-            assert t.to_node() is t.node is _text_node(t), t
+            assert _carried(t) is _text_node(t), t
     return carried
 
 
@@ -132,7 +149,6 @@ def test_a_length_bounded_string_body_is_the_node_the_parser_builds(lo: int, ext
 def test_the_dev_schemas_hand_the_engine_parsed_nodes() -> None:
     """Over the first 40 dev schemas (the peers' options): every lexeme with a node has
     the node of its text, and most lexemes carry one."""
-    import json
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "jsonschemabench-dev"
@@ -183,3 +199,19 @@ def test_a_custom_gap_regex_keeps_keys_fused() -> None:
     assert Layout("flexible").split_keys
     assert not Layout("flexible", pattern=" ?").split_keys
     assert not Layout("compact").split_keys and not Layout("pretty").split_keys
+
+
+def test_an_object_s_other_keys_get_their_node_when_the_lexer_needs_it() -> None:
+    """The "any key but these names" lexeme is built from recorded parts: the compile
+    hands a ``LazyNode`` (not a nullable one), built by the first ``to_node``; a pickled
+    grammar carries the built node."""
+    import pickle
+
+    g = Grammar.from_json_schema({"type": "object", "properties": {"a": {}, "b": {}}}, whitespace="flexible")
+    lazy = [t for t in g.terminals.values() if isinstance(t.node, LazyNode)]
+    assert lazy and all(t.expr is not None and not t.node.nullable for t in lazy)
+    t = lazy[0]
+    assert t.node._node is None  # not built by the compile
+    back = pickle.loads(pickle.dumps(t))
+    assert back.node is t.node.get() is t.to_node() is _parsed(t)
+    assert rx.matches(back.node, b'"c"') and not rx.matches(back.node, b'"a"')

@@ -94,7 +94,8 @@ def _outcome(schema: Any, options: dict[str, Any]) -> str:
         g = Grammar.from_json_schema(schema, **options)
     except Exception as exc:  # noqa: BLE001 -- the error is part of what is compared
         return f"{type(exc).__name__}: {exc}"
-    terms = [(t.name, t.regex, t.literal, t.expr, t.node) for t in g.terminals.values()]
+    terms = [(t.name, t.regex, t.literal, t.expr, None if t.node is None else t.to_node())
+             for t in g.terminals.values()]
     return f"{g}\n{terms}\n{g.warnings}"
 
 

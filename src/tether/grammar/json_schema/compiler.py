@@ -44,6 +44,8 @@ class SchemaCompiler(Context):
 
     def __init__(self, schema: Any, **options: Any) -> None:
         super().__init__(schema, **options)
+        self.pending: set[str] = set()  # names of the nodes being built
+        self.recursive: set[str] = set()  # those of them a rule refers to already
         check_document(schema, self.limits, "#", self.checked)
         index_document(self, schema, DEFAULT_BASE, "#")
 
@@ -71,7 +73,10 @@ class SchemaCompiler(Context):
             shapes = tuple(sorted({self.shape(s) for s, _ in flat}))
         key = (shapes, consumed, depth)
         if key in self.memo:
-            return self.memo[key]
+            found = self.memo[key]
+            if found in self.pending:  # a recursive reference to a node being built
+                self.recursive.add(found)
+            return found
         where = members[-1][1] if members else "#"
         check_deadline(where)
         if len(self.path) >= self.limits.max_nesting:
@@ -82,12 +87,19 @@ class SchemaCompiler(Context):
                 return replay.into(self, key, where)
         name = self.fresh("v")
         self.memo[key] = name  # recursion sees the name (assumed non-empty)
+        self.pending.add(name)
         self.path.append(where)
         alts = alternatives(self, flat, depth, consumed)
         self.path.pop()  # (left in place by an error: the innermost place is reported)
+        self.pending.discard(name)
         if not alts:
             self.memo[key] = None
             return None
+        if len(alts) == 1 and len(alts[0]) == 1 and type(alts[0][0]) is NT and name not in self.recursive:
+            # one nonterminal (an object's, an array's, a single branch's) and no
+            # reference to this node's name yet: the node is that nonterminal (no unit rule)
+            found = self.memo[key] = alts[0][0].name
+            return found
         for rhs in alts:
             self.rule(name, *rhs)
         return name

@@ -21,7 +21,7 @@ from tether.errors import LimitError, SchemaError, UnsupportedSchemaError, limit
 from tether.grammar.ir import NT, Grammar, T, Terminal
 from tether.grammar.json_schema import numbers as num
 from tether.grammar.json_schema.layout import Layout, Spec
-from tether.grammar.json_schema.nodes import spec_node
+from tether.grammar.json_schema.nodes import lexeme_node
 from tether.limits import Limits, current
 
 PropertyOrder = Literal["schema", "any"]
@@ -232,6 +232,7 @@ class Context:
         # memos of ``term`` for the lexemes every object and array asks for again
         self.key_terms: dict[tuple[int, bool, str], tuple[T, ...]] = {}
         self.punct_terms: dict[tuple[str, int, bool], T] = {}
+        self.around_terms: dict[tuple[int, bool], tuple[tuple[T, ...], tuple[T, ...]]] = {}
         self.extra_terms: dict[tuple[int, bool, Any], tuple[T, ...]] = {}  # object_keywords.extra_key_term
         self.memo: dict[Any, str | None] = {}
         self.warned: set[str] = set()
@@ -289,14 +290,15 @@ class Context:
         key = (kind, value)
         ref = self.terms.get(key)
         if ref is None:
+            # a new name (the count of terminals after a hint that ends in no digit)
             name = f"{hint}{len(self.terms)}"
             ref = self.terms[key] = T(name)
             if kind == "lit":
-                self.g.add_terminal(Terminal(name, literal=value))
+                self.g.terminals[name] = Terminal(name, literal=value)
             elif kind == "rx":
-                self.g.add_terminal(Terminal(name, regex=value, node=spec_node(spec)))
+                self.g.terminals[name] = Terminal(name, regex=value, node=lexeme_node(spec))
             else:
-                self.g.add_terminal(Terminal(name, expr=value, node=spec_node(spec)))
+                self.g.terminals[name] = Terminal(name, expr=value, node=lexeme_node(spec))
         return ref
 
     def key_literal_term(self, depth: int, first: bool, key: str) -> tuple[T, ...]:
@@ -306,8 +308,17 @@ class Context:
         t = self.key_terms.get(k)
         if t is None:
             own = self.term(self.layout.key_literal(depth, first, key), "key")
-            t = self.key_terms[k] = (*self.key_punct_terms(depth, first), own, *self.key_colon_terms())
+            before, after = self.key_around(depth, first)
+            t = self.key_terms[k] = (*before, own, *after)
         return t
+
+    def key_around(self, depth: int, first: bool) -> tuple[tuple[T, ...], tuple[T, ...]]:
+        """(``key_punct_terms``, ``key_colon_terms``), memoized for the compile."""
+        k = (depth, first)
+        found = self.around_terms.get(k)
+        if found is None:
+            found = self.around_terms[k] = (self.key_punct_terms(depth, first), self.key_colon_terms())
+        return found
 
     def key_punct_terms(self, depth: int, first: bool) -> tuple[T, ...]:
         """The punctuation lexeme before a key when the layout ``split_keys`` (else
@@ -380,6 +391,7 @@ class Context:
         if depth > self.limits.max_json_depth:
             return None
         parts: list[Any]
+        # a string names itself (no call); containers and other scalars are named by a call
         if isinstance(value, dict):
             parts = ["o"]
             for k, x in value.items():
@@ -387,16 +399,18 @@ class Context:
                     k = _key_text(k)
                     if k is None:
                         return None
-                x = self._structure(x, depth + 1)
-                if x is None:
-                    return None
+                if type(x) is not str:
+                    x = self._structure(x, depth + 1)
+                    if x is None:
+                        return None
                 parts += (k, x)
         else:
             parts = ["a"]
             for x in value:
-                x = self._structure(x, depth + 1)
-                if x is None:
-                    return None
+                if type(x) is not str:
+                    x = self._structure(x, depth + 1)
+                    if x is None:
+                        return None
                 parts.append(x)
         found = memo[id(value)] = self._structures.setdefault(tuple(parts), len(self._structures))
         return found

@@ -18,7 +18,9 @@ per gap, each deriving every key of the object), and every key would have its ow
 states of the gaps around its colon (a lexer state names the terminal it accepts). On the
 300 dev schemas of JSONSchemaBench the split before the key took the per-token mask mean
 from 190 to 143 µs, the one after it the whole workload (compile and every step) 3 %
-lower (lexer states filled 135k to 87k), same masks. ``dumps`` writes a value in the same policy,
+lower (lexer states filled 135k to 87k), same masks. The key's lexeme is then its string
+alone, a literal: its node is built when a lexer state first holds it (a schema's first
+mask needs none of its keys). ``dumps`` writes a value in the same policy,
 with the canonical escaping of ``strings.py``, integral floats as integers (``1.0`` → ``1``)
 and other floats positionally (``1e-07`` → ``0.0000001``); it is what the grammar accepts
 for a value (given its schema's property order).
@@ -47,24 +49,15 @@ GAP = object()  # a whitespace gap in a lexeme's parts (see ``Layout._lexeme``)
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _flexible_lexeme(max_ws: int, parts: tuple[object, ...], shared: int = 0) -> Spec:
+def _flexible_lexeme(max_ws: int, parts: tuple[object, ...]) -> Spec:
     """The lexeme of ``parts`` (texts, matched literally, and ``GAP``s of at most
     ``max_ws`` whitespace characters) with its node, built from the parts: no regex is
     parsed. No two gaps are adjacent (the parser would merge their counts). The text is
-    recorded (``nodes.known``): a lexeme the compiler assembles around it (an object key
-    of a pattern region) finds its node there. The node of the last ``shared`` parts is
-    built once for every lexeme ending with them (``_flexible_tail``: an object key,
-    first or after a comma)."""
+    recorded (``nodes.known``): a lexeme the compiler assembles around it finds its node
+    there."""
     text = "".join(_ws_regex(max_ws) if p is GAP else re.escape(str(p)) for p in parts)
-    cut = len(parts) - shared
-    node = _prepend(max_ws, parts[:cut], _flexible_tail(max_ws, parts[cut:]) if shared else rx.EPSILON)
+    node = _prepend(max_ws, parts, rx.EPSILON)
     return ("rx", known(text, node), node)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _flexible_tail(max_ws: int, parts: tuple[object, ...]) -> rx.Node:
-    """The node of ``parts`` (see ``_flexible_lexeme``)."""
-    return _prepend(max_ws, parts, rx.EPSILON)
 
 
 def _prepend(max_ws: int, parts: tuple[object, ...], node: rx.Node) -> rx.Node:
@@ -105,12 +98,11 @@ class Layout:
             return f"(?:{self.pattern})"
         return _ws_regex(self.max_whitespace)
 
-    def _lexeme(self, *parts: object, shared: int = 0) -> Spec:
+    def _lexeme(self, *parts: object) -> Spec:
         """Flexible layout: the lexeme of ``parts`` (texts and ``GAP``s), with its node
-        unless the gaps are a custom regex (it may look around: parsed whole); the node
-        of the last ``shared`` parts is shared (``_flexible_lexeme``)."""
+        unless the gaps are a custom regex (it may look around: parsed whole)."""
         if self.pattern is None:
-            return _flexible_lexeme(self.max_whitespace, parts, shared)
+            return _flexible_lexeme(self.max_whitespace, parts)
         ws = self._ws()
         return ("rx", "".join(ws if p is GAP else re.escape(str(p)) for p in parts))
 
@@ -152,8 +144,10 @@ class Layout:
         text = dumps_str(key)
         if self.whitespace == "flexible":
             if self.split_keys:
-                return self._lexeme(text)
-            return self._lexeme(*(("{", GAP) if first else (GAP, ",", GAP)), text, GAP, ":", GAP, shared=4)
+                # a literal: the lexer builds its node when a state first holds it (the
+                # first mask needs none of an object's keys)
+                return ("lit", text)
+            return self._lexeme(*(("{", GAP) if first else (GAP, ",", GAP)), text, GAP, ":", GAP)
         if self.whitespace == "pretty":
             pad = "\n" + " " * (self.indent * (depth + 1))
             return ("lit", ("{" if first else ",") + pad + text + ": ")
@@ -188,6 +182,8 @@ class Layout:
 
     def value_spec(self, value: Any, depth: int = 0) -> Spec:
         """The lexeme for a literal value (enum/const); whitespace-flexible if the layout is."""
+        if type(value) is str:  # the most common value: no layout, no call to ``dumps``
+            return ("lit", dumps_str(value))
         if self.whitespace != "flexible" or not isinstance(value, (list, tuple, dict)):
             return ("lit", self.dumps(value, depth))
         parts: list[object] = []

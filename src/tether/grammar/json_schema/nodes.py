@@ -21,7 +21,7 @@ from typing import Any
 
 from tether import regex as rx
 from tether.errors import LimitError, RegexError
-from tether.grammar.ir import expr_node, set_operation
+from tether.grammar.ir import LazyNode, expr_node, set_operation
 from tether.regex import charset
 
 # text -> its node, or a function building it (built on first use: a lexeme the compiler
@@ -53,6 +53,7 @@ def recorded(text: str) -> rx.Node | None:
 
 
 known('"', rx.literal('"'))  # the quotes around a string body
+known("", rx.EPSILON)  # nothing (a key's text after it, when the colon is a lexeme of its own)
 
 
 def joined(*texts: str) -> str:
@@ -101,6 +102,42 @@ def spec_node(spec: tuple[Any, ...]) -> rx.Node | None:
         return _expr_node(spec[1])
     except (RegexError, LimitError):
         return None
+
+
+def lexeme_node(spec: tuple[Any, ...]) -> rx.Node | LazyNode | None:
+    """``spec_node`` for a terminal of the compiler (its lexemes are never empty): a
+    node recorded as built, or one built here from a parse; a ``LazyNode`` where every
+    text in it is recorded (the node is built from parts when the lexer first needs it,
+    and cannot fail: a recorded text's node is its parse)."""
+    kind = spec[0]
+    if kind == "lit":
+        return None
+    if len(spec) > 2:
+        node: rx.Node = spec[2]
+        return node
+    value = spec[1]
+    if kind == "rx":
+        found = _KNOWN.get(value)
+        if found is None:
+            return spec_node(spec)
+        if isinstance(found, rx.Node):
+            return found
+        return LazyNode(functools.partial(leaf, value), False)
+    if _all_recorded(value):
+        return LazyNode(functools.partial(_expr_node, value), False)
+    return spec_node(spec)
+
+
+def _all_recorded(tree: tuple[Any, ...]) -> bool:
+    """Every regex text in the ``expr`` tree is recorded (``known``)."""
+    stack = [tree]
+    while stack:
+        for a in stack.pop()[1:]:
+            if isinstance(a, tuple):
+                stack.append(a)
+            elif isinstance(a, str) and a not in _KNOWN:
+                return False  # (else a count of "repeat" or "except")
+    return True
 
 
 @functools.lru_cache(maxsize=8192)

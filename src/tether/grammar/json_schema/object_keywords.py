@@ -313,72 +313,86 @@ def key_term(c: Context, depth: int, first: bool, body: Any) -> tuple[T, ...]:
         own = c.term(("rx", joined(*head, '"', wrap(body), '"', after)), "key")
     else:
         own = c.term(("expr", ("concat", *head, '"', body, '"', after)), "key")
-    return (*c.key_punct_terms(depth, first), own, *c.key_colon_terms())
+    punct, colon = c.key_around(depth, first)
+    return (*punct, own, *colon)
 
 
 def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=None):  # type: ignore[no-untyped-def]
+    """Properties in schema order: a state per slot ``i`` (the slots before it decided),
+    count of properties written (up to ``cap``: what ``min``/``maxProperties`` need, else
+    whether one was: the comma) and set of ``dependentRequired`` names written. The
+    states are found level by level (no recursion: a level is the slot), named, then
+    their rules appended last level first (rules before the rules that use them, as
+    ``prune`` sweeps them), ``max_rules`` checked after each."""
     counting = min_p > 0 or max_p is not None
     cap = max(1, max_p if max_p is not None else min_p) if counting else 1
     c.repeat(cap, c.path[-1] if c.path else "#")
-    n = len(slots)
-    names: dict[tuple[int, int, int], NT] = {}
-    # dependentRequired: the state remembers which participating names were written
-    tracked = sorted({k for a, bs in (deps or {}).items() for k in (a, *bs)})
-    bit = {k: 1 << i for i, k in enumerate(tracked)}
-
-    def consistent(seen: int) -> bool:
-        return all(not seen & bit[a] or all(seen & bit[b] for b in bs) for a, bs in (deps or {}).items())
-
-    rules = c.g.rules
-    slot_nts = [NT(nt) for _, nt, _ in slots]
-    extra_nts = [(body, NT(nt)) for body, nt in extras]
-
-    def S(i: int, count: int, seen: int = 0) -> Generator[Any, NT, NT]:  # noqa: N802 - rule family named as in the docs
-        """The state after slot ``i`` with ``count`` properties written; a generator run by
-        ``bounds.run`` (it yields the generator of the state it needs and receives its
-        nonterminal). Rules are appended as ``Context.rule`` would (``max_rules`` checked
-        after each)."""
-        key = (i, count, seen)
-        ref = names.get(key)
-        if ref is not None:
-            return ref
-        name = c.fresh("obj")
-        ref = names[key] = NT(name)
-        inc = min(count + 1, cap)
-        can_add = max_p is None or (count < max_p)
-        if i < n:
-            k, _, req = slots[i]
-            if not req:
-                # a state met before is read from the memo (no generator started)
-                child = names.get((i + 1, count, seen)) or (yield S(i + 1, count, seen))
-                rules.append(Rule(name, (child,)))
-                if len(rules) > c.max_rules:
-                    c.too_many_rules()
-            if can_add:
-                t = c.key_literal_term(depth, count == 0, k)
-                after = seen | bit.get(k, 0)
-                child = names.get((i + 1, inc, after)) or (yield S(i + 1, inc, after))
-                rules.append(Rule(name, (*t, slot_nts[i], child)))
-                if len(rules) > c.max_rules:
-                    c.too_many_rules()
-        elif not consistent(seen):
-            pass  # a dependency is missing: no rule, so the state is pruned as unproductive
-        else:
-            if count >= min_p or (not counting):
-                c.rule(name, c.punct_term("close_object", depth, count == 0))
-            if can_add:
-                for body, nt in extra_nts:
-                    t = extra_key_term(c, depth, count == 0, body)
-                    child = names.get((n, inc, seen)) or (yield S(n, inc, seen))
-                    rules.append(Rule(name, (*t, nt, child)))
-                    if len(rules) > c.max_rules:
-                        c.too_many_rules()
-        return ref
-
     # required properties beyond max_p make the object impossible
     if max_p is not None and sum(1 for s in slots if s[2]) > max_p:
         return None
-    return bounds.run(S(0, 0, 0)).name
+    n = len(slots)
+    # dependentRequired: the state remembers which participating names were written
+    tracked = sorted({k for a, bs in (deps or {}).items() for k in (a, *bs)})
+    bit = {k: 1 << i for i, k in enumerate(tracked)}
+    need = [(bit[a], sum(bit[b] for b in bs)) for a, bs in (deps or {}).items()]
+    # the states (count, seen) of each level, in order of first reach
+    levels: list[dict[tuple[int, int], None]] = [{(0, 0): None}]
+    for k, _, req in slots:
+        b = bit.get(k, 0)
+        nxt: dict[tuple[int, int], None] = {}
+        for count, seen in levels[-1]:
+            if not req:
+                nxt[(count, seen)] = None
+            if max_p is None or count < max_p:
+                nxt[(min(count + 1, cap), seen | b)] = None
+        levels.append(nxt)
+    last = levels[-1]
+    if extras:  # further keys after the named ones: more counts at the last level
+        todo = [st for st in last if all(not st[1] & a or st[1] & bs == bs for a, bs in need)]
+        while todo:
+            count, seen = todo.pop()
+            if max_p is None or count < max_p:
+                st = (min(count + 1, cap), seen)
+                if st not in last:
+                    last[st] = None
+                    todo.append(st)
+    fresh = c.fresh
+    names = [{st: NT(fresh("obj")) for st in level} for level in levels]
+    rules = c.g.rules
+    max_rules = c.max_rules
+    close: dict[bool, T] = {}  # the closing brace after no property (True), after some
+    tail = names[n]
+    for (count, seen), ref in tail.items():
+        if not all(not seen & a or seen & bs == bs for a, bs in need):
+            continue  # a dependency is missing: no rule, so the state is pruned as unproductive
+        name = ref.name
+        first = count == 0
+        if count >= min_p or not counting:
+            t = close.get(first)
+            if t is None:
+                t = close[first] = c.punct_term("close_object", depth, first)
+            rules.append(Rule(name, (t,)))
+        if extras and (max_p is None or count < max_p):
+            child = tail[(min(count + 1, cap), seen)]
+            for body, nt in extras:
+                rules.append(Rule(name, (*extra_key_term(c, depth, first, body), NT(nt), child)))
+        if len(rules) > max_rules:
+            c.too_many_rules()
+    for i in range(n - 1, -1, -1):
+        k, nt, req = slots[i]
+        slot = NT(nt)
+        b = bit.get(k, 0)
+        below = names[i + 1]
+        for (count, seen), ref in names[i].items():
+            name = ref.name
+            if not req:
+                rules.append(Rule(name, (below[(count, seen)],)))
+            if max_p is None or count < max_p:
+                key = c.key_literal_term(depth, count == 0, k)
+                rules.append(Rule(name, (*key, slot, below[(min(count + 1, cap), seen | b)])))
+            if len(rules) > max_rules:
+                c.too_many_rules()
+    return names[0][(0, 0)].name
 
 
 def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, tracked=None):  # type: ignore[no-untyped-def]

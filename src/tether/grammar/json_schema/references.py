@@ -32,7 +32,7 @@ def join_uri(base: str, ref: str) -> str:
 
 
 def index_document(c: Context, doc: Any, base: str, pointer: str) -> None:
-    c.docs[urldefrag(base)[0]] = doc
+    c.docs[_split_fragment(base)[0]] = doc
     index_schema(c, doc, base, pointer)
 
 
@@ -65,12 +65,12 @@ def index_schema(c: Context, s: Any, base: str, pointer: str) -> None:
                 c.index[join_uri(base, ident)] = s  # plain-name fragment (old drafts)
             else:
                 base = join_uri(base, ident)
-                c.index[urldefrag(base)[0]] = s
-                c.docs.setdefault(urldefrag(base)[0], s)
+                c.index[_split_fragment(base)[0]] = s
+                c.docs.setdefault(_split_fragment(base)[0], s)
         for kw in ("$anchor", "$dynamicAnchor"):
             anchor = s.get(kw)
             if isinstance(anchor, str):
-                key = urldefrag(base)[0] + "#" + anchor
+                key = _split_fragment(base)[0] + "#" + anchor
                 if c.index.setdefault(key, s) is not s:  # two targets: no honest choice
                     raise SchemaError(f"{kw} {limited(anchor)} is defined twice in one "
                                       "schema resource", pointer)
@@ -81,9 +81,13 @@ def index_schema(c: Context, s: Any, base: str, pointer: str) -> None:
             if k in _SCHEMA_MAPS:
                 if isinstance(v, dict):
                     for name, sub in v.items():
-                        children.append((sub, base, ptr(pointer, k, name)))
+                        if isinstance(sub, (dict, list)):  # (a boolean schema has no index)
+                            q = name if type(name) is str and "~" not in name and "/" not in name \
+                                else ptr("", name)[1:]
+                            children.append((sub, base, f"{pointer}/{k}/{q}"))
             elif k in _SCHEMA_VALUES:
-                children.append((v, base, ptr(pointer, k)))
+                if isinstance(v, (dict, list)):
+                    children.append((v, base, f"{pointer}/{k}"))
             elif k == "dependencies" and isinstance(v, dict):
                 for name, sub in v.items():
                     if isinstance(sub, dict):

@@ -8,6 +8,7 @@ values are not checked (a warning says so) and only ``type`` picks a branch.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -33,13 +34,7 @@ def validator(c: Context, flat: list[Member], types: set[str] | None = None, *,
     skipped; with ``without_values``, their ``enum``/``const`` are not checked (the
     caller has intersected them already).
     """
-    relevant = set(HANDLED) - {"enum", "const", "type"}
-    if types is not None:
-        for t, kws in (("object", OBJECT_KW), ("array", ARRAY_KW), ("string", STRING_KW)):
-            if t not in types:
-                relevant -= set(kws)
-        if not types & {"integer", "number"}:
-            relevant -= set(NUMBER_KW)
+    relevant = _relevant(None if types is None else frozenset(types))
     # with ``without_values`` (values for one branch of every anyOf/oneOf in ``flat``,
     # which is in ``flat`` too): a value of the branch satisfies its anyOf, and its
     # oneOf when the branches are provably disjoint (no warning), so neither is
@@ -82,6 +77,19 @@ def validator(c: Context, flat: list[Member], types: set[str] | None = None, *,
             return True
 
     return check
+
+
+@functools.lru_cache(maxsize=256)
+def _relevant(types: frozenset[str] | None) -> frozenset[str]:
+    """The keywords ``validator`` checks for values of ``types`` (None: any type)."""
+    relevant = set(HANDLED) - {"enum", "const", "type"}
+    if types is not None:
+        for t, kws in (("object", OBJECT_KW), ("array", ARRAY_KW), ("string", STRING_KW)):
+            if t not in types:
+                relevant -= set(kws)
+        if not types & {"integer", "number"}:
+            relevant -= set(NUMBER_KW)
+    return frozenset(relevant)
 
 
 def is_valid(c: Context, schema: Any, value: Any) -> bool:
