@@ -162,11 +162,17 @@ class LazyNode:
         self.nullable = nullable
 
     def get(self) -> RegexNode:
-        """The node (built now if it was not)."""
+        """The node (built now if it was not). Two threads may both build it (the same
+        interned node); the builder is read once, as another thread may clear it after
+        setting the node."""
         node = self._node
         if node is None:
-            assert self._build is not None  # set until the node is built
-            node = self._node = self._build()
+            build = self._build
+            if build is None:  # another thread built it: its node was set first
+                node = self._node
+                assert node is not None
+                return node
+            node = self._node = build()
             self._build = None
         return node
 
