@@ -35,8 +35,25 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HARNESS_DIR = Path(__file__).resolve().parents[2] / "shared" / "tools" / "peers_bench"
+
+
+def load_tree(tree: str) -> Any:
+    """The harness module with ``tree``'s adapter loaded (``TREE/bench/peers_tether.py``
+    puts ``TREE/src`` first on the path), or None (said on stderr) when tether was imported
+    from elsewhere. ``tree``: a resolved path."""
+    sys.path.insert(0, str(HARNESS_DIR))
+    import peers_bench as pb
+
+    pb.load_adapter_file(f"{tree}/bench/peers_tether.py")
+    import tether
+
+    if not tether.__file__ or not tether.__file__.startswith(tree):
+        print(f"tether imported from {tether.__file__}, not from {tree}", file=sys.stderr)
+        return None
+    return pb
 
 
 def main() -> int:
@@ -49,16 +66,11 @@ def main() -> int:
     ap.add_argument("--digest", action="store_true", help="whole: hash every mask (slower loops)")
     args = ap.parse_args()
     tree = str(Path(args.tree).resolve())
-    sys.path.insert(0, str(HARNESS_DIR))
-    import numpy as np
-    import peers_bench as pb
-
-    pb.load_adapter_file(f"{tree}/bench/peers_tether.py")
-    import tether
-
-    if not tether.__file__ or not tether.__file__.startswith(tree):
-        print(f"tether imported from {tether.__file__}, not from {tree}", file=sys.stderr)
+    pb = load_tree(tree)
+    if pb is None:
         return 2
+    import numpy as np
+
     vocab = pb.Vocab(need_tokenizer=args.what in ("mask", "whole"))
     adapter = pb.ADAPTERS["tether"](vocab)
     if args.what == "whole":

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-HARNESS_DIR = Path(__file__).resolve().parents[2] / "shared" / "tools" / "peers_bench"
+from bench_tree_probe import load_tree  # (this folder: the script's own path)
 
 
 def main() -> int:
@@ -36,16 +36,11 @@ def main() -> int:
     ap.add_argument("--every", type=int, default=5, help="take every n-th dev schema")
     args = ap.parse_args()
     tree = str(Path(args.tree).resolve())
-    sys.path.insert(0, str(HARNESS_DIR))
-    import numpy as np
-    import peers_bench as pb
-
-    pb.load_adapter_file(f"{tree}/bench/peers_tether.py")
-    import tether
-
-    if not tether.__file__ or not tether.__file__.startswith(tree):
-        print(f"tether imported from {tether.__file__}, not from {tree}", file=sys.stderr)
+    pb = load_tree(tree)
+    if pb is None:
         return 2
+    import numpy as np
+
     vocab = pb.Vocab(need_tokenizer=True)
     adapter = pb.ADAPTERS["tether"](vocab)
     tasks = pb.schema_tasks(vocab, pb.sample_schemas(30, 0), 1, 2000)

@@ -110,11 +110,8 @@ def lexeme_node(spec: tuple[Any, ...]) -> rx.Node | LazyNode | None:
     text in it is recorded (the node is built from parts when the lexer first needs it,
     and cannot fail: a recorded text's node is its parse)."""
     kind = spec[0]
-    if kind == "lit":
-        return None
-    if len(spec) > 2:
-        node: rx.Node = spec[2]
-        return node
+    if kind == "lit" or len(spec) > 2:
+        return spec_node(spec)  # none, or the node recorded with the spec
     value = spec[1]
     if kind == "rx":
         found = _KNOWN.get(value)
