@@ -108,16 +108,24 @@ class CompiledConstraint:
         return self._parser_cls(self.tables)
 
     # ---- masks ----------------------------------------------------------------------------
-    def is_accepting_at(self, ls: int, node: int, at_start: bool) -> bool:
-        """Whether the text is complete at this state (the current lexeme may end here)."""
+    def is_accepting_at(self, ls: int, node: int, at_start: bool,
+                        parser: Callable[[], Any] | None = None) -> bool:
+        """Whether the text is complete at this state (the current lexeme may end here),
+        the parser transition it needs filled first if unknown (with ``parser()``, a parser
+        at ``node``; default: the node's representative). Caller holds ``lock``. Reads the
+        tables by ``ndarray.item`` (a walked mask's end asks it every time)."""
         st = self.steps
         if at_start:
-            return bool(st.naccept[node])
-        a = st.accid_of(ls)
+            return bool(st.naccept.item(node) == 1)
+        a = st.accid.item(ls) if ls < st.accid.shape[0] else UNKNOWN
+        if a == UNKNOWN:
+            a = st.accid_of(ls)
         if a < 0:
             return False
-        c = int(st.trans[node, a])
-        return c >= 0 and bool(st.naccept[c])
+        c = st.trans.item(node, a)
+        if c == UNKNOWN:
+            c = st.transition(node, a, parser)
+        return bool(c >= 0 and st.naccept.item(c) == 1)
 
     def mask_state(self, ls: int) -> int:
         """The lexer state whose masks ``ls`` has: ``ls`` with its large counted repeats
@@ -201,20 +209,7 @@ class CompiledConstraint:
         ls, node, at_start = key
         out = walk.mask
         self.stats["slow_steps"] += walk.misses
-        st = self.steps
-        if at_start:
-            accepting = st.naccept.item(node) == 1
-        else:  # is_accepting_at, its transition filled first
-            a = st.accid.item(ls) if ls < st.accid.shape[0] else UNKNOWN
-            if a == UNKNOWN:
-                a = st.accid_of(ls)
-            accepting = False
-            if a >= 0:
-                c = st.trans.item(node, a)
-                if c == UNKNOWN:
-                    c = st.transition(node, a, parser)
-                accepting = c >= 0 and st.naccept.item(c) == 1
-        if accepting:
+        if self.is_accepting_at(ls, node, at_start, parser):
             for w, bit in self.vindex.eos_bits:
                 out[w] = out.item(w) | bit
         once = self._walked_once

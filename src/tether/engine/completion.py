@@ -613,11 +613,7 @@ def _byte_bfs(m: Matcher, max_states: int) -> bytes:
             if nxt in prev:
                 continue
             prev[nxt] = (cur, b)
-            if not fresh:
-                a = st.accid_of(s)
-                if a >= 0:
-                    st.transition(c, a, _const(parsers[c]))
-            done = cc.is_accepting_at(s, c, fresh)
+            done = cc.is_accepting_at(s, c, fresh, _const(parsers[c]))
             if done:
                 out = bytearray()
                 k: Any = nxt

@@ -122,11 +122,8 @@ class Matcher:
         cc = self.cc
         try:
             with cc.lock:
-                if not self._start:
-                    a = cc.steps.accid_of(self._ls)
-                    if a >= 0:
-                        cc.steps.transition(self._node, a, self._parser_at_node)
-                return cc.is_accepting_at(self._ls, self._node, self._start)
+                return cc.is_accepting_at(self._ls, self._node, self._start,
+                                          self._parser_at_node)
         except TetherError as e:  # a limit reached while stepping: not accepting, reason kept
             self.error = str(e)
             return False
