@@ -5,7 +5,8 @@ Each run is a fresh process (imports, numba and numpy state cold, like the harne
 worker). tether runs twice per repeat: *cold* (``TETHER_CACHE_DIR`` empty: tries built)
 and *warm* (a temporary cache directory filled by a first run: tries read back). Each
 tether run also reports its steps (imports, ``Vocabulary.from_bytes`` + fingerprint,
-``vocab_index``, kernel ``warmup``) in wall and CPU seconds. llguidance runs beside it
+``vocab_index``, after the kernel ``warmup``: numba's start-up, which the tries' kernels
+then share) in wall and CPU seconds. llguidance runs beside it
 when installed (the harness's own adapter), as a reference on the same machine, and
 ``--baseline REV`` adds tether at that git revision (its ``src`` and ``bench`` extracted
 to a temporary directory) for a before/after in one run.
@@ -56,9 +57,9 @@ if engine == "tether-steps":
                                   special_ids=list(vocab.special_ids))
         v.fingerprint
         return v
+    step("warmup (numba)", te.warmup)
     tv = step("from_bytes+fingerprint", from_bytes)
     step("vocab_index", lambda: vocab_index(tv))
-    step("warmup (numba)", te.warmup)
     print(json.dumps({"steps": steps}))
 else:
     if engine == "tether":

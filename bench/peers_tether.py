@@ -95,10 +95,10 @@ class TetherAdapter(EngineAdapter):
         from tether.tokens.vocabulary import Vocabulary
 
         self.te = te
+        te.warmup()  # numba's start-up, then the vocabulary's tries (built by kernels)
         self.tv = Vocabulary.from_bytes(list(vocab.tokens), eos_ids=[vocab.eos_id],
                                         special_ids=list(vocab.special_ids))
         vocab_index(self.tv)
-        te.warmup()
 
     def version(self) -> str:
         import subprocess

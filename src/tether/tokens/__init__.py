@@ -4,8 +4,9 @@ Code map, in reading order: ``vocabulary.py`` (token id → bytes; from GGUF, ll
 Hugging Face, tiktoken), ``_gguf.py`` (GGUF metadata reader), ``trie.py`` (flat preorder
 TokenTrie, SortedTokens), ``trie_cache.py`` (tries on disk, keyed by fingerprint),
 ``bitmask.py`` (uint32 masks, apply to numpy/torch logits), ``walk.py``
-(``fill_mask``: walk the trie under a DFA table) over ``_kernels.py`` (the numba kernel).
-Importing this package does not import numba; the first ``fill_mask`` does.
+(``fill_mask``: walk the trie under a DFA table) over ``_kernels.py`` (the numba kernels:
+the walk, and the trie build's passes). Importing this package does not import numba;
+the first trie built or ``fill_mask`` does.
 """
 
 from tether.tokens.bitmask import (

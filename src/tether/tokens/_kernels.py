@@ -48,3 +48,98 @@ def walk_trie(byte, depth, token, dup_next, end, table, stack, mask, start):  # 
         set_tokens(mask, token, dup_next, p)
         p += 1
     return -1
+
+
+@nb.njit(cache=True, nogil=True)
+def pad_rows(data, starts, lens, ids, rows):  # type: ignore[no-untyped-def]
+    """Copy token ``ids[i]`` (``lens[ids[i]]`` bytes of ``data`` from ``starts[ids[i]]``)
+    into row ``i`` of ``rows`` (``uint8[n, width]``, zeroed by the caller). Returns 0."""
+    for i in range(ids.shape[0]):
+        t = ids[i]
+        a = starts[t]
+        for k in range(lens[t]):
+            rows[i, k] = data[a + k]
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def common_prefixes(rows, lens, lcp):  # type: ignore[no-untyped-def]
+    """``lcp[i]`` = the longest common prefix of byte rows ``i - 1`` and ``i`` (``rows``:
+    ``uint8[n, width]``, row ``i`` of ``lens[i]`` bytes); ``lcp[0] = 0``. Returns 0."""
+    n = rows.shape[0]
+    if n:
+        lcp[0] = 0
+    for i in range(1, n):
+        m = min(lens[i], lens[i - 1])
+        k = 0
+        while k < m and rows[i, k] == rows[i - 1, k]:
+            k += 1
+        lcp[i] = k
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def range_minima(lcp, pos, out):  # type: ignore[no-untyped-def]
+    """``out[j]`` = the least of ``lcp[pos[j - 1] + 1 .. pos[j]]`` (``pos`` ascending):
+    the common prefix of sorted rows ``pos[j - 1]`` and ``pos[j]``; ``out[0] = 0``.
+    Returns 0."""
+    if pos.shape[0]:
+        out[0] = 0
+    for j in range(1, pos.shape[0]):
+        m = lcp[pos[j]]
+        for i in range(pos[j - 1] + 1, pos[j]):
+            if lcp[i] < m:
+                m = lcp[i]
+        out[j] = m
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def lay_out_trie(ids, lens, rows, lcp, byte, token, depth, end, dup_next, opened):  # type: ignore[no-untyped-def]
+    """Write the preorder trie of sorted tokens (``SortedTokens``: ``ids``, ``lens``,
+    ``rows``, ``lcp``) into ``byte``, ``token``, ``depth`` and ``end`` (node 0 the root,
+    ``sum(lens - lcp) + 1`` nodes) and the chains of equal tokens into ``dup_next``.
+
+    Token ``i`` adds a node per byte past ``lcp[i]`` (none: the bytes of token ``i - 1``,
+    chained after it in ``dup_next``); before that, the nodes still open deeper than
+    ``lcp[i]`` end where its nodes begin. ``opened``: ``int64[max_len + 1]`` scratch, the
+    open node at each depth. Returns the number of nodes written."""
+    p = 1
+    top = 0  # the depth of the deepest open node
+    byte[0] = 0
+    token[0] = -1
+    depth[0] = 0
+    for i in range(ids.shape[0]):
+        keep = lcp[i]
+        while top > keep:
+            end[opened[top]] = p
+            top -= 1
+        n = lens[i]
+        if n == keep:
+            dup_next[ids[i - 1]] = ids[i]
+            continue
+        for d in range(keep + 1, n + 1):
+            byte[p] = rows[i, d - 1]
+            token[p] = -1
+            depth[p] = d
+            opened[d] = p
+            p += 1
+        token[p - 1] = ids[i]
+        top = n
+    while top > 0:
+        end[opened[top]] = p
+        top -= 1
+    end[0] = p
+    return p
+
+
+@nb.njit(cache=True, nogil=True)
+def run_rows(rows, lens, table, start, out):  # type: ignore[no-untyped-def]
+    """``out[i]`` = the state DFA ``table`` (``int32[states, 256]``, every entry a state)
+    reaches reading row ``i``'s ``lens[i]`` bytes from ``start``. Returns 0."""
+    for i in range(rows.shape[0]):
+        s = start
+        for k in range(lens[i]):
+            s = table[s, rows[i, k]]
+        out[i] = s
+    return 0

@@ -1,25 +1,25 @@
 """TokenTrie: every token's bytes laid out as a flat preorder trie (llguidance's toktrie).
 
-1. Sort the non-special tokens by their bytes (ties by id) and compute the longest
-   common prefix (LCP) of each with its predecessor, all in numpy.
+1. Sort the non-special tokens by their bytes (ties by id) with numpy, and compute the
+   longest common prefix (LCP) of each with its predecessor (a kernel).
 2. Token ``i`` in sorted order adds one node per byte past its LCP; emitting those
    nodes in sorted order is exactly the preorder of the trie.
 3. A node's subtree ends where the first later token has an LCP shorter than the
-   node's depth: the next token for most nodes, else one ``searchsorted`` per depth.
+   node's depth. Steps 2 and 3 are one pass of a kernel (``_kernels.lay_out_trie``)
+   that keeps the node open at each depth.
 
 ``SortedTokens`` keeps the sorted tokens, so that the tries of any subsets of a
 vocabulary (the engine's slices) come from one sort.
 
 The walk kernel (``tether.tokens.walk``) reads these arrays: a dead node skips its whole
-subtree with ``p = end[p]``. Building the Gemma 3 vocabulary (262,144 tokens, about
-590k nodes) takes about 0.2 s of CPU on a busy 2-core machine (the sort is 2/3 of it).
+subtree with ``p = end[p]``. Sorting the Gemma 3 vocabulary (262,144 tokens, about 590k
+nodes) takes about 60 ms of CPU (numba started), laying out its trie a few milliseconds.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from operator import itemgetter
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from tether.tokens.vocabulary import Vocabulary
 
 _CACHE: OrderedDict[str, TokenTrie] = OrderedDict()
+
 _CACHE_SIZE = 4
 
 
@@ -104,13 +105,36 @@ class TokenTrie:
         return out
 
 
+def _sort_rows(words: NDArray[np.uint64], lens: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The stable order of zero-padded rows (``words``: big-endian 64-bit columns, rows in
+    ascending id order) by their bytes, then ``lens``. One fast unstable sort on the first
+    column, then the rows that tie on it (tokens sharing their first 8 bytes: a minority)
+    sorted again among themselves, stably, on every column: the ties of the first sort
+    are contiguous runs in ascending order of that column, so the second order, ascending
+    by it too, fills exactly their positions."""
+    head = words[:, 0].astype(np.uint64)  # native byte order
+    order = np.argsort(head)
+    first = head[order]
+    same = first[1:] == first[:-1]
+    tied = np.zeros(len(order), np.bool_)
+    tied[1:] = same
+    tied[:-1] |= same
+    at = np.flatnonzero(tied)
+    if len(at):
+        sub = np.sort(order[at])  # ascending rows: ascending ids, kept by the stable sort
+        cols = words[sub]
+        order[at] = sub[np.lexsort((lens[sub], *(cols[:, k] for k in
+                                                 range(cols.shape[1] - 1, -1, -1))))]
+    return order
+
+
 def build_trie(
     tokens: list[bytes], special_ids: frozenset[int] | set[int] = frozenset(), *,
     fingerprint: str = "",
 ) -> TokenTrie:
     """Build a TokenTrie from token bytes; empty and special tokens are left out.
 
-    Cost: O(V * max_len) numpy work, no Python loop over tokens except one list scan.
+    Cost: a numpy sort and kernel passes over the tokens' bytes; no Python loop over tokens.
     """
     return SortedTokens.from_tokens(tokens, special_ids).trie(fingerprint)
 
@@ -148,17 +172,27 @@ class SortedTokens:
         lengths: NDArray[np.int64] | None = None,
     ) -> SortedTokens:
         """Sort ``tokens`` (special and empty ones left out) with numpy; one list scan.
-        ``lengths``, if given, are the tokens' byte lengths."""
+        ``lengths``, if given, are the tokens' byte lengths.
+
+        Raises:
+            ValueError: ``lengths`` that are not those of ``tokens``.
+        """
+        from tether.tokens import _kernels
+
         size = len(tokens)
         lens_all = (np.fromiter(map(len, tokens), np.int64, size) if lengths is None
                     else lengths)
+        data = np.frombuffer(b"".join(tokens), np.uint8)
+        lens_all = np.ascontiguousarray(lens_all, np.int64)
+        if (lens_all.shape != (size,) or (size and int(lens_all.min()) < 0)
+                or int(lens_all.sum()) != len(data)):
+            raise ValueError("token lengths do not match the tokens")
         keep = lens_all > 0
         if special_ids:
             keep[np.fromiter(special_ids, np.int64, len(special_ids))] = False
         ids = np.flatnonzero(keep)
         if not len(ids):
             return cls(ids, ids.copy(), np.zeros((0, 0), np.uint8), ids.copy(), size)
-        strs = [tokens[int(ids[0])]] if len(ids) == 1 else list(itemgetter(*ids.tolist())(tokens))
         lens = lens_all[ids]
         max_len = int(lens.max())
         width = (max_len + 7) // 8 * 8
@@ -166,28 +200,17 @@ class SortedTokens:
         # than sorting byte strings). Padding hides trailing NUL bytes, so the true length
         # breaks ties; the sort is stable, so equal tokens stay in ascending id order. The
         # result is the plain lexicographic order of the byte strings.
-        padded = np.array(strs, dtype=f"S{width}")
-        words = padded.view(np.uint8).reshape(len(ids), width).view(">u8")
-        order = np.lexsort((lens, *(words[:, k] for k in range(words.shape[1] - 1, -1, -1))))
+        starts = np.zeros(size, np.int64)
+        np.cumsum(lens_all[:-1], out=starts[1:])
+        padded = np.zeros((len(ids), width), np.uint8)
+        _kernels.pad_rows(data, starts, lens_all, ids, padded)
+        words = padded.view(">u8")
+        order = _sort_rows(words, lens)
         ids, lens = ids[order], lens[order]
-        rows = padded[order].view(np.uint8).reshape(len(ids), width)
-        lcp = np.zeros(len(ids), np.int64)
-        if len(ids) > 1:
-            # first differing byte: the first non-zero 64-bit word of the XOR, then its
-            # first non-zero byte (big-endian words: the most significant one)
-            x = rows.view(">u8")
-            diff = (x[1:] ^ x[:-1]).astype(np.uint64)
-            nz = diff != 0
-            k = nz.argmax(axis=1)
-            w = diff[np.arange(len(diff)), k]
-            lead = np.zeros(len(w), np.int64)  # leading zero bytes of w (w != 0)
-            for shift in (32, 16, 8):
-                high = w >> np.uint64(64 - shift)
-                zero = high == 0
-                lead += np.where(zero, shift // 8, 0)
-                w = np.where(zero, w << np.uint64(shift), w)
-            first = np.where(nz.any(axis=1), k * 8 + lead, width)
-            lcp[1:] = np.minimum(first, np.minimum(lens[1:], lens[:-1]))
+        rows = np.zeros_like(padded)  # again, in order (a gather of rows is slower)
+        _kernels.pad_rows(data, starts, lens_all, ids, rows)
+        lcp = np.empty(len(ids), np.int64)
+        _kernels.common_prefixes(rows, lens, lcp)
         return cls(ids, lens, rows, lcp, size)
 
     def __len__(self) -> int:
@@ -195,31 +218,33 @@ class SortedTokens:
 
     def select(self, keep: NDArray[np.bool_]) -> SortedTokens:
         """The rows where ``keep`` (a ``bool[n]`` over rows) holds, in the same order."""
+        from tether.tokens import _kernels
+
         pos = np.flatnonzero(keep)
-        lcp = np.zeros(len(pos), np.int64)
-        if len(pos) > 1:
-            # LCP of two sorted strings = minimum of the LCPs of the rows between them
-            lcp[1:] = np.minimum.reduceat(self.lcp[: pos[-1] + 1], pos[:-1] + 1)
+        # LCP of two sorted strings = minimum of the LCPs of the rows between them
+        lcp = np.empty(len(pos), np.int64)
+        _kernels.range_minima(self.lcp, pos, lcp)
         return SortedTokens(self.ids[pos], self.lens[pos], self.rows[pos], lcp, self.size)
 
     def final_states(self, table: NDArray[np.int32], start: int = 0) -> NDArray[np.int32]:
         """The state a DFA ``table`` (``int32[states, 256]``, every entry a state; make
         rejection an absorbing state) reaches reading each row's bytes from ``start``.
 
-        Cost: one numpy gather per byte of the tokens (rows grouped by length).
+        Cost: one kernel pass over the tokens' bytes.
+
+        Raises:
+            ValueError: ``table`` is not ``[states, 256]`` of states, or ``start`` is not one.
         """
-        by_len = np.argsort(self.lens.astype(np.int16 if self.width < 2**15 else np.int64),
-                            kind="stable")
-        lens = self.lens[by_len]
-        rows = self.rows[by_len]
-        states = np.full(len(by_len), start, np.int32)
-        firsts = np.searchsorted(lens, np.arange(1, self.width + 1), side="left")
-        for col, first in enumerate(firsts.tolist()):
-            if first >= len(lens):
-                break
-            states[first:] = table[states[first:], rows[first:, col]]
-        out = np.empty_like(states)
-        out[by_len] = states
+        from tether.tokens import _kernels
+
+        table = np.ascontiguousarray(table, np.int32)
+        states = table.shape[0] if table.ndim == 2 else 0
+        if (table.ndim != 2 or table.shape[1] != 256 or not 0 <= start < states
+                or int(table.min()) < 0 or int(table.max()) >= states):
+            raise ValueError("final_states needs an int32[states, 256] table of states "
+                             "and a start state")
+        out = np.empty(len(self.ids), np.int32)
+        _kernels.run_rows(self.rows, self.lens, table, start, out)
         return out
 
     @property
@@ -229,6 +254,8 @@ class SortedTokens:
 
     def trie(self, fingerprint: str = "") -> TokenTrie:
         """Lay these tokens out as a TokenTrie (see the module docstring)."""
+        from tether.tokens import _kernels
+
         size = self.size
         dup_next = np.full(size, -1, np.int32)
         n = len(self.ids)
@@ -236,52 +263,13 @@ class SortedTokens:
             root = np.zeros(1, np.int32)
             return TokenTrie(np.zeros(1, np.uint8), np.full(1, -1, np.int32), dup_next,
                              np.ones(1, np.int32), root, 0, 1, size, fingerprint)
-        ids, lens, lcp, rows = self.ids, self.lens, self.lcp, self.rows
+        ids, lens, lcp = self.ids, self.lens, self.lcp
         max_len = int(lens.max())
-        count = lens - lcp  # new nodes each token adds; 0 = same bytes as the previous token
-        dup = np.flatnonzero(count == 0)
-        if len(dup):
-            dup_next[ids[dup - 1]] = ids[dup]
-
-        total = int(count.sum())
-        start = np.empty(n, np.int64)  # node index of each token's first new node
-        start[0] = 1
-        np.cumsum(count[:-1], out=start[1:])
-        start[1:] += 1
-        owner = np.repeat(np.arange(n), count)
-        depth_body = np.arange(1, total + 1) - np.repeat(start - lcp - 1, count)
-        byte = np.zeros(total + 1, np.uint8)
-        byte[1:] = rows[owner, depth_body - 1]
-        depth = np.zeros(total + 1, np.int32)
-        depth[1:] = depth_body
-        token = np.full(total + 1, -1, np.int32)
-        has = count > 0
-        token[(start + count - 1)[has]] = ids[has]
-
-        # end of node (token i, depth d) = start of the first later token j with lcp[j] < d:
-        # token i + 1 when d > lcp[i + 1] (most nodes), else found by a search per depth
-        end = np.empty(total + 1, np.int32)
-        end[0] = total + 1
-        next_start = np.empty(n, np.int64)
-        next_start[:-1] = start[1:]
-        next_start[-1] = total + 1
-        end[1:] = np.repeat(next_start, count)
-        next_lcp = np.zeros(n, np.int64)
-        next_lcp[:-1] = lcp[1:]
-        inner = np.flatnonzero(depth_body <= np.repeat(next_lcp, count))
-        if len(inner):
-            inner_depth = depth_body[inner]
-            small = np.int16 if max_len < 2**15 else np.int64  # int16: numpy radix-sorts it
-            order = np.argsort(inner_depth.astype(small), kind="stable")
-            by_depth = inner[order]
-            bounds = np.searchsorted(inner_depth[order], np.arange(1, max_len + 2))
-            for d in range(1, max_len + 1):
-                nodes = by_depth[bounds[d - 1] : bounds[d]]
-                if not len(nodes):
-                    continue
-                breaks = np.flatnonzero(lcp < d)
-                k = np.searchsorted(breaks, owner[nodes], side="right")
-                nxt = np.where(k < len(breaks),
-                               start[breaks[np.minimum(k, len(breaks) - 1)]], total + 1)
-                end[nodes + 1] = nxt
-        return TokenTrie(byte, token, dup_next, end, depth, max_len, total + 1, size, fingerprint)
+        total = int((lens - lcp).sum()) + 1
+        byte = np.empty(total, np.uint8)
+        token = np.empty(total, np.int32)
+        depth = np.empty(total, np.int32)
+        end = np.empty(total, np.int32)
+        _kernels.lay_out_trie(ids, lens, self.rows, lcp, byte, token, depth, end, dup_next,
+                              np.empty(max_len + 1, np.int64))
+        return TokenTrie(byte, token, dup_next, end, depth, max_len, total, size, fingerprint)

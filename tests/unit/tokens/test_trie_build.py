@@ -108,3 +108,24 @@ def test_gemma_vocabulary_matches_reference() -> None:
     trie = TokenTrie.from_vocabulary(vocab)
     check_trie(trie, vocab.tokens, vocab.special_ids)
     assert trie.fingerprint == vocab.fingerprint
+
+
+def test_refuses_lengths_of_other_tokens() -> None:
+    """The kernel copies tokens by their lengths: lengths that are not the tokens' own are
+    refused before it runs (a wrong sum, a negative entry, a wrong shape)."""
+    tokens = [b"ab", b"c", b""]
+    SortedTokens.from_tokens(tokens, lengths=np.array([2, 1, 0]))
+    for bad in ([3, 1, 0], [2, 2, -1], [2, 1], [[2, 1, 0]]):
+        with pytest.raises(ValueError, match="token lengths"):
+            SortedTokens.from_tokens(tokens, lengths=np.array(bad))
+
+
+def test_final_states_refuses_a_table_of_non_states() -> None:
+    ordered = SortedTokens.from_tokens([b"ab", b"c"])
+    ok = np.zeros((2, 256), np.int32)
+    assert ordered.final_states(ok, 1).tolist() == [0, 0]
+    for table, start in [(np.full((2, 256), -1, np.int32), 0), (np.full((2, 256), 2, np.int32), 0),
+                         (ok, 2), (ok, -1), (np.zeros((2, 255), np.int32), 0),
+                         (np.zeros(256, np.int32), 0)]:
+        with pytest.raises(ValueError, match="table"):
+            ordered.final_states(table, start)
