@@ -9,8 +9,6 @@ into the row at once. Entries of the other classes stay UNKNOWN (-2), which the 
 treat as a miss, so a partly filled row is always safe to read.
 
 The engine's DFA belongs to its own ``Lexer`` instance and is only filled through here.
-A DFA without ``fill_classes`` (another implementation of the regex layer's contract)
-is filled by whole rows (``fill_row``).
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tether.regex.ast import node_classes
+from tether.regex.dfa import LexerDfa
 
 DEAD = -1
 UNKNOWN = -2
@@ -46,29 +45,25 @@ def bytes_mask(bs: Any) -> int:
 class RowFiller:
     """Fills transitions of one LexerDfa by byte class (see the module docstring)."""
 
-    def __init__(self, dfa: Any) -> None:
+    def __init__(self, dfa: LexerDfa) -> None:
         self.dfa = dfa
-        fill_classes = getattr(dfa, "fill_classes", None)
-        self.fast = fill_classes is not None
-        self._fill = fill_classes if fill_classes is not None else None
 
     def fill(self, state: int, need: int | None = None, ahead: bool = True) -> None:
         """Compute the transitions of ``state`` for every byte class meeting ``need``,
         then, with ``ahead``, the other classes up to ``EXTRA`` derivatives and the rows
         of the new states that continue by one byte class only (up to ``CHAIN`` of them,
-        breadth first). A move along one token (``ahead=False``) needs neither: the
-        states it crosses are mostly never walked (a text token taken whole by a mask
-        inside a string with several live terminals: each byte a new state, each of its
-        other classes a derivative of every terminal)."""
+        breadth first; a literal's run of one-byte states at once: ``fill_chain``). A
+        move along one token (``ahead=False``) needs neither: the states it crosses are
+        mostly never walked (a text token taken whole by a mask inside a string with
+        several live terminals: each byte a new state, each of its other classes a
+        derivative of every terminal)."""
         dfa = self.dfa
-        if self._fill is None:
-            dfa.fill_row(state)
-            return
+        fill = dfa.fill_classes
         if not ahead:
-            self._fill(state, need)
+            fill(state, need)
             return
         n0 = dfa.n_states
-        self._fill(state, need, extra=EXTRA)
+        fill(state, need, extra=EXTRA)
         if need is not None and need & (need - 1) == 0:
             # the same byte again from each new state it leads to (a run of spaces
             # through the states of a gap shared by several terminals: `ws,ws` and `ws}`)
@@ -78,12 +73,16 @@ class RowFiller:
                 s = int(dfa.table[s, b])
                 if s < n0 or len(dfa.pairs(s)) < 2 or dfa.table[s, b] != UNKNOWN:
                     break  # not new; one terminal (the chain below); or known
-                self._fill(s, need, extra=EXTRA)
+                fill(s, need, extra=EXTRA)
                 todo -= 1
         nxt, todo = n0, CHAIN
         while nxt < dfa.n_states and todo > 0 and dfa.n_states <= dfa.max_states // 2:
             pairs = dfa.pairs(nxt)
-            if len(pairs) == 1 and len(node_classes(pairs[0][1])) <= 2:
-                self._fill(nxt, None)
-                todo -= 1
+            if len(pairs) == 1 and not dfa.row_filled(nxt):
+                done = dfa.fill_chain(nxt, todo)
+                if done:
+                    todo -= done
+                elif len(node_classes(pairs[0][1])) <= 2:
+                    fill(nxt, None)
+                    todo -= 1
             nxt += 1

@@ -30,6 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from tether.engine.rows import RowFiller
+from tether.parser.lexer import Lexer
+from tether.regex.dfa import LexerDfa
 
 DEAD = -1
 UNKNOWN = -2
@@ -60,10 +62,10 @@ class StepTables:
         lazy_terminals: ids of terminals that end at their first match.
     """
 
-    def __init__(self, lexer: Any, *, ignore: frozenset[int] = frozenset(),
+    def __init__(self, lexer: Lexer, *, ignore: frozenset[int] = frozenset(),
                  lazy_terminals: frozenset[int] = frozenset()) -> None:
         self.lexer = lexer
-        self.dfa = _dfa_of(lexer)
+        self.dfa: LexerDfa = lexer.dfa
         self.rows = RowFiller(self.dfa)
         self.ignore = ignore
         self.lazy = lazy_terminals
@@ -99,7 +101,7 @@ class StepTables:
     # ---- lexer side -------------------------------------------------------------------
     @property
     def table(self) -> NDArray[np.int32]:
-        return self.dfa.table  # type: ignore[no-any-return]
+        return self.dfa.table
 
     def _ensure_accid(self, state: int) -> int:
         if self.accid.shape[0] <= state:
@@ -378,14 +380,3 @@ class StepTables:
 
 
 _ASCII_TEXT = np.asarray([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], np.intp)
-
-
-def _dfa_of(lexer: Any) -> Any:
-    """The ``LexerDfa`` inside the parser layer's ``Lexer``."""
-    for name in ("dfa", "_dfa", "lexer_dfa"):
-        d = getattr(lexer, name, None)
-        if d is not None and hasattr(d, "table"):
-            return d
-    if hasattr(lexer, "table") and hasattr(lexer, "fill_row"):
-        return lexer
-    raise TypeError(f"cannot find the LexerDfa of {type(lexer).__name__}")

@@ -29,8 +29,11 @@ from ..errors import RegexLimitError
 from ..limits import Limits, check_deadline, current
 from .ast import (
     EMPTY,
+    EPSILON,
     F_BOOLEAN,
     F_COUNTED,
+    K_BYTES,
+    K_CONCAT,
     Node,
     byte_classes,
     classes_of,
@@ -369,6 +372,53 @@ class LexerDfa:
         write(self.table, state, targets)
         self._pending[state] = _FILLED
         return True
+
+    def row_filled(self, state: int) -> bool:
+        """Every byte class of ``state``'s row is known."""
+        return self._pending.get(state) is _FILLED
+
+    def fill_chain(self, state: int, limit: int) -> int:
+        """Fill the row of ``state`` when it is one terminal whose regex goes on by one
+        byte (a literal's next byte: ``b·rest``), then of the state that byte leads to
+        while it is one too, up to ``limit`` rows; returns the rows filled (0: ``state``
+        is not such a state or its row is known). Each row is that byte to the state of
+        ``rest`` (DEAD when ``rest`` is an empty boolean language) and DEAD elsewhere,
+        as ``fill_classes`` would fill it; the rows are written with two numpy stores
+        for the whole chain (a key or an enum value: one new state per byte)."""
+        rows: list[int] = []
+        cols: list[int] = []
+        targets: list[int] = []
+        states, ids, pending = self._states, self._ids, self._pending
+        while len(rows) < limit and state >= 0:
+            pairs = states[state]
+            if len(pairs) != 1 or pending.get(state) is _FILLED:
+                break
+            t, n = pairs[0]
+            if n.kind == K_CONCAT:
+                head, rest = n.args
+            else:
+                head, rest = n, EPSILON
+            if head.kind != K_BYTES:
+                break
+            m = head.args[0]
+            if m & (m - 1):
+                break  # several bytes: fill_classes' classes
+            if rest.flags & F_BOOLEAN and self._is_empty(rest):
+                target = DEAD
+            else:
+                key = ((t, rest),)
+                got = ids.get(key)
+                target = self._new_state(key) if got is None else got
+            pending[state] = _FILLED
+            rows.append(state)
+            cols.append(m.bit_length() - 1)
+            targets.append(target)
+            state = target
+        if rows:
+            table = self.table
+            table[rows] = DEAD
+            table[rows, cols] = targets
+        return len(rows)
 
     def _plan(self, state: int) -> list[Any]:
         """``[pairs, groups, classes, whole, rows]``: the state's pairs; for a large
