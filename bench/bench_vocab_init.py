@@ -4,10 +4,10 @@ harness times it: ``init_s`` = constructing the engine adapter from the harness'
 Each run is a fresh process (imports, numba and numpy state cold, like the harness's
 worker). tether runs twice per repeat: *cold* (``TETHER_CACHE_DIR`` empty: tries built)
 and *warm* (a temporary cache directory filled by a first run: tries read back). Each
-tether run also reports its steps (imports, ``Vocabulary.from_bytes`` + fingerprint,
-``vocab_index``, after the kernel ``warmup``: numba's start-up, which the tries' kernels
-then share) in wall and CPU seconds. llguidance runs beside it
-when installed (the harness's own adapter), as a reference on the same machine, and
+tether run also reports its steps in wall and CPU seconds: imports, the kernel ``warmup``
+(numba's start-up, which the tries' kernels then share), ``Vocabulary.from_bytes`` +
+fingerprint and ``vocab_index`` (the last two: the vocabulary's own init). llguidance
+runs beside it when installed (the harness's own adapter), as a reference on the same machine, and
 ``--baseline REV`` adds tether at that git revision (its ``src`` and ``bench`` extracted
 to a temporary directory) for a before/after in one run.
 
