@@ -374,16 +374,3 @@ def fill_rows(out2d, spec, lo, hi):  # type: ignore[no-untyped-def]
             done += 1
     return done
 
-
-@nb.njit(cache=True, nogil=True)
-def pack_trie(end, depth, byte, token, dup_next, has_dups, out):  # type: ignore[no-untyped-def]
-    """``out[p]`` = ``end[p] << 32 | depth[p] << 8 | byte[p]``, or-ed with ``has_dups``
-    where node ``p``'s token has others of the same bytes (``slices.packed_trie``: the
-    word the walk reads). Returns 0."""
-    for p in range(end.shape[0]):
-        w = (np.int64(end[p]) << 32) | (np.int64(depth[p]) << 8) | np.int64(byte[p])
-        t = token[p]
-        if t >= 0 and dup_next[t] >= 0:
-            w |= has_dups
-        out[p] = w
-    return 0

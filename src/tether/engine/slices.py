@@ -324,14 +324,14 @@ def packed_trie(trie: TokenTrie) -> NDArray[np.int64]:
     Raises:
         ConstraintError: a token longer than ``MAX_TOKEN_BYTES`` bytes.
     """
-    from tether.engine import _kernels
+    from tether.tokens import _kernels
 
     if trie.max_depth > MAX_TOKEN_BYTES:
         raise ConstraintError(f"a token of {trie.max_depth} bytes: token masks take tokens "
                               f"of at most {MAX_TOKEN_BYTES} bytes")
     out: NDArray[np.int64] = np.empty(trie.n_nodes, np.int64)
-    _kernels.pack_trie(trie.end, trie.depth, trie.byte, trie.token, trie.dup_next,
-                       np.int64(HAS_DUPS), out)
+    _kernels.pack_nodes(trie.end, trie.depth, trie.byte, trie.token, trie.dup_next,
+                        np.int64(HAS_DUPS), out)
     return out
 
 

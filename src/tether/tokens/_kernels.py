@@ -143,3 +143,17 @@ def run_rows(rows, lens, table, start, out):  # type: ignore[no-untyped-def]
             s = table[s, rows[i, k]]
         out[i] = s
     return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def pack_nodes(end, depth, byte, token, dup_next, has_dups, out):  # type: ignore[no-untyped-def]
+    """``out[p]`` = ``end[p] << 32 | depth[p] << 8 | byte[p]``, or-ed with ``has_dups``
+    where node ``p``'s token has others of the same bytes: a trie node as one ``int64``
+    word (the engine's walk reads these: ``engine.slices.packed_trie``). Returns 0."""
+    for p in range(end.shape[0]):
+        w = (np.int64(end[p]) << 32) | (np.int64(depth[p]) << 8) | np.int64(byte[p])
+        t = token[p]
+        if t >= 0 and dup_next[t] >= 0:
+            w |= has_dups
+        out[p] = w
+    return 0
