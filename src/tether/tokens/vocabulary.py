@@ -472,6 +472,8 @@ def _token(value: object, i: int) -> bytes:
 
 def _int(value: object, what: str) -> int:
     """``value`` as an id: a Python or numpy integer, not a bool."""
+    if type(value) is int:  # the common case, one test (a bool's type is bool)
+        return value
     if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
         return int(value)
     raise VocabularyError(f"{what} must be an integer; got {type(value).__name__} {limited(value, 40)}")
