@@ -47,6 +47,7 @@ from tether.regex.ast import (
     K_EPS,
     K_NOT,
     K_REPEAT,
+    Node,
     first_bytes,
     intersect,
 )
@@ -257,12 +258,15 @@ def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, 
     Two shortcuts before the search, both sound lower bounds:
 
     * ``X·Y`` (``Y`` not empty) is alive after any text that keeps ``X`` alive, so when
-      ``X`` keeps alive under every text string (depth ``INF``), so does ``X·Y`` (tried
-      for an intersection ``X``, below);
+      ``X`` keeps alive under every text string (depth ``INF``), so does ``X·Y`` (an
+      unanchored pattern ``.*P.*`` in a string: its head ``.*`` decides, searched once);
     * ``A & ~F1 & ... `` with every ``Fi`` a finite language: if every text string keeps
       ``A`` alive, each can be extended (by more text) past the longest string of the
       ``Fi``, into ``A`` minus them, so the whole is ``INF`` too. This is the key of an
-      object with named and additional properties: any string but the named ones.
+      object with named and additional properties: any string but the named ones. The
+      same holds when some ASCII text byte ``c`` occurs in no string of any ``Fi``
+      (``_spares_text_byte``): ``s·c`` keeps ``A`` alive, and every string through it
+      avoids the ``Fi`` (keys besides pattern properties: ``name_[a-z]{2}(-[A-Z]{2})?``).
     """
     if first_bytes(n) & ASCII_TEXT_BYTES != ASCII_TEXT_BYTES:
         return 0
@@ -273,7 +277,7 @@ def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, 
         # alive. A bounded string body (maxLength) has this form; the search below would
         # stop at its budget, a few levels deep, as the count makes every level new states
         return min(int(head.args[2]), limit)
-    if n.kind == K_CONCAT and n.args[0].kind == K_AND and n.args[1] is not EMPTY:
+    if n.kind == K_CONCAT and n.args[1] is not EMPTY:
         head = n.args[0]
         k = cache.get(head)
         if k is None:
@@ -283,7 +287,7 @@ def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, 
     elif n.kind == K_AND:
         pos = [c for c in n.args if c.kind != K_NOT]
         neg = [c.args[0] for c in n.args if c.kind == K_NOT]
-        if pos and neg and all(_finite(f) for f in neg):
+        if pos and neg and (all(_finite(f) for f in neg) or _spares_text_byte(neg)):
             a = pos[0] if len(pos) == 1 else intersect(*pos)
             k = cache.get(a)
             if k is None:
@@ -304,6 +308,57 @@ def _takes_any_text_char(c: Any) -> bool:
     if r is None:
         r = _TAKES_TEXT[c] = is_subset(TEXT_CHAR, c, limit=2_000)
     return r
+
+
+_BYTES_USED: dict[Any, int] = {}
+
+
+def _spares_text_byte(nodes: list[Any]) -> bool:
+    """Some ASCII text byte is in no byte set of any of ``nodes`` (so in no string of
+    their languages; the nodes hold no complement)."""
+    used = 0
+    for n in nodes:
+        u = _bytes_used(n)
+        if u < 0:
+            return False
+        used |= u
+    return ASCII_TEXT_BYTES & ~used != 0
+
+
+def _bytes_used(n: Any) -> int:
+    """The union of the byte sets in ``n`` (a mask over-approximating the bytes its
+    strings contain), or -1 if ``n`` holds a complement; memoized per interned node,
+    walked without recursion (a long literal is a deep chain)."""
+    got = _BYTES_USED.get(n)
+    if got is not None:
+        return got
+    used = 0
+    seen = {n}
+    todo = [n]
+    while todo:
+        m = todo.pop()
+        k = m.kind
+        if k == K_NOT:
+            used = -1
+            break
+        if k == K_BYTES:
+            used |= m.args[0]
+            continue
+        hit = _BYTES_USED.get(m)
+        if hit is not None:
+            if hit < 0:
+                used = -1
+                break
+            used |= hit
+            continue
+        for c in m.args:
+            if isinstance(c, Node) and c not in seen:
+                seen.add(c)
+                todo.append(c)
+    if len(_BYTES_USED) > 1 << 16:
+        _BYTES_USED.clear()
+    _BYTES_USED[n] = used
+    return used
 
 
 def _finite(n: Any) -> bool:
