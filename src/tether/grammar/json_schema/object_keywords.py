@@ -378,18 +378,24 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
                 rules.append(Rule(name, (*extra_key_term(c, depth, first, body), NT(nt), child)))
         if len(rules) > max_rules:
             c.too_many_rules()
+    append = rules.append
+    key_literal_term = c.key_literal_term
     for i in range(n - 1, -1, -1):
         k, nt, req = slots[i]
         slot = NT(nt)
         b = bit.get(k, 0)
         below = names[i + 1]
+        keys: list[tuple[T, ...] | None] = [None, None]  # the key's lexemes, after no property (1) or some
         for (count, seen), ref in names[i].items():
             name = ref.name
             if not req:
-                rules.append(Rule(name, (below[(count, seen)],)))
+                append(Rule(name, (below[(count, seen)],)))
             if max_p is None or count < max_p:
-                key = c.key_literal_term(depth, count == 0, k)
-                rules.append(Rule(name, (*key, slot, below[(min(count + 1, cap), seen | b)])))
+                first = count == 0
+                key = keys[first]
+                if key is None:
+                    key = keys[first] = key_literal_term(depth, first, k)
+                append(Rule(name, (*key, slot, below[(count + 1 if count < cap else cap, seen | b)])))
             if len(rules) > max_rules:
                 c.too_many_rules()
     return names[0][(0, 0)].name

@@ -26,12 +26,12 @@ def prune(g: Grammar) -> None:
         _prune_general(g)
         return
     productive = set(g.terminals)
-    is_productive = productive.__contains__
+    all_productive = productive.issuperset  # (an iterable is read in C, no set built)
     rest = rules
     for _ in range(_SWEEPS):
         left = []
         for r in rest:
-            if all(map(is_productive, map(_NAME, r.rhs))):
+            if all_productive(map(_NAME, r.rhs)):
                 productive.add(r.lhs)
             else:
                 left.append(r)
