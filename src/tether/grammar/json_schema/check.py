@@ -316,7 +316,7 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
     # (value, pointer, JSON depth, is a schema); popped in document order. Strings, numbers,
     # booleans and null are checked where they are met (no entry, no pointer built) unless
     # they are too deep, which the popping side reports.
-    stack: list[tuple[Any, str, int, bool]] = [(schema, pointer, 1, True)]
+    stack: list[tuple[Any, Ptr, int, bool]] = [(schema, pointer, 1, True)]
     size = 0
     steps = 0
     while stack:
@@ -344,11 +344,11 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
         elif isinstance(v, list):
             size += len(v)
             if depth < max_depth:
-                later: list[tuple[Any, str, int, bool]] = []
+                later: list[tuple[Any, Ptr, int, bool]] = []
                 for i, x in enumerate(v):
                     n = _plain_size(x)
                     if n < 0:
-                        later.append((x, _ptr(p, i), depth + 1, False))
+                        later.append((x, (p, i), depth + 1, False))
                     elif n:
                         size += n
                     else:
@@ -357,7 +357,7 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
                         size += 1 + len(x)
                 stack.extend(reversed(later))
             else:
-                stack.extend((v[i], _ptr(p, i), depth + 1, False) for i in range(len(v) - 1, -1, -1))
+                stack.extend((v[i], (p, i), depth + 1, False) for i in range(len(v) - 1, -1, -1))
         elif isinstance(v, dict):
             size += len(v)
             if not is_schema:
@@ -367,7 +367,7 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
                         _key(k, p)
                     n = _plain_size(x) if depth < max_depth else -1
                     if n < 0:
-                        later.append((x, _ptr(p, k), depth + 1, False))
+                        later.append((x, (p, k), depth + 1, False))
                     elif n:
                         size += n
                     else:
@@ -393,7 +393,7 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
                             _text(x, _ptr(p, kw))
                         size += 1 + len(x)
                         continue
-                    q = _ptr(p, kw)
+                    q: Ptr = (p, kw)  # (``_ptr``)
                     if kind is None:
                         todo.append((x, q, 1, False))
                         continue

@@ -46,6 +46,7 @@ class SchemaCompiler(Context):
         super().__init__(schema, **options)
         self.pending: set[str] = set()  # names of the nodes being built
         self.recursive: set[str] = set()  # those of them a rule refers to already
+        self.depth_matters = self.layout.depth_matters
         check_document(schema, self.limits, "#", self.checked)
         index_document(self, schema, DEFAULT_BASE, "#")
 
@@ -55,7 +56,7 @@ class SchemaCompiler(Context):
         Nodes nest (a property's value inside its object, a branch inside its ``anyOf``)
         at most ``Limits.max_nesting`` deep, else LimitError at the innermost pointer.
         """
-        if not self.layout.depth_matters:
+        if not self.depth_matters:
             depth = 0
         elif depth > self.max_depth:
             self.warn(
@@ -100,8 +101,11 @@ class SchemaCompiler(Context):
             # reference to this node's name yet: the node is that nonterminal (no unit rule)
             found = self.memo[key] = alts[0][0].name
             return found
-        for rhs in alts:
-            self.rule(name, *rhs)
+        rules, max_rules = self.g.rules, self.max_rules
+        for rhs in alts:  # ``Context.rule`` of each
+            rules.append(Rule(name, tuple(rhs)))
+            if len(rules) > max_rules:
+                self.too_many_rules()
         return name
 
 
@@ -164,7 +168,10 @@ class _Recorder(SchemaCompiler):
         n = len(self.terms)
         t = super().term(spec, hint)
         if len(self.terms) > n:
-            self.new_terms.append((spec, hint))
+            node = self.g.terminals[t.name].node
+            # the spec with the node the terminal got (``nodes.spec_node`` reads it): a
+            # replay builds the same terminal without looking the node up again
+            self.new_terms.append(((spec[0], spec[1], node) if node is not None else spec, hint))
         return t
 
 

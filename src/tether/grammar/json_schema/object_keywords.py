@@ -78,8 +78,19 @@ def compile_object(c: Context, flat: list[Member], depth: int, forbidden: set[st
             patterns.append((pat, sub, ptr(p, "patternProperties", pat), idx))
     if min_p > 0 or max_p is not None:  # object states count properties up to this
         c.repeat(max(1, max_p if max_p is not None else min_p), count_ptr)
-    for k, conj in named.items():
-        conj += key_members(c, flat, patterns, k)
+    if patterns:
+        for k, conj in named.items():
+            conj += key_members(c, flat, patterns, k)
+    else:  # ``key_members`` without patterns: each member's property, else its additional
+        per = [(s.get("properties", {}), ptr(p, "properties"),
+                (s["additionalProperties"], ptr(p, "additionalProperties")) if "additionalProperties" in s else None)
+               for s, p in flat]
+        for k, conj in named.items():
+            for props, at, other in per:
+                if k in props:
+                    conj.append((props[k], ptr(at, k)))
+                elif other is not None:
+                    conj.append(other)
     # property names must satisfy propertyNames
     if name_schemas:
         check = name_check(c, name_schemas)
