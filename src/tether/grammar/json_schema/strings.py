@@ -679,8 +679,26 @@ def _render(node: Node, cset) -> tuple[str, int]:  # type: ignore[no-untyped-def
 
 
 def render(node: Node, *, cset=render_cset) -> str:  # type: ignore[no-untyped-def]
-    """The regex (tether/Python syntax) for ``node`` over canonical JSON string-body text."""
-    return _render(node, cset)[0]
+    """The regex (tether/Python syntax) for ``node`` over canonical JSON string-body text.
+
+    Remembered per node object (nodes are immutable; the entry holds the node, so its id
+    is not reused while it is kept): the languages of formats and patterns are memoized
+    nodes, written again for every string that uses them."""
+    if cset is not render_cset:
+        return _render(node, cset)[0]
+    found = _RENDERED.get(id(node))
+    if found is not None and found[0] is node:
+        return found[1]
+    text = _render(node, cset)[0]
+    if len(_RENDERED) >= _RENDERED_MAX:
+        _RENDERED.clear()
+    _RENDERED[id(node)] = (node, text)
+    return text
+
+
+# id(node) -> (node, ``render(node)``)
+_RENDERED: dict[int, tuple[Node, str]] = {}
+_RENDERED_MAX = 4096
 
 
 def _plain_cset(ranges: Ranges) -> str:
