@@ -241,6 +241,8 @@ class Context:
         self.ptr_of: dict[int, Any] = {}  # a text or a (parent, part) pair: ``references.pointer_of``
         self.docs: dict[str, Any] = {}
         self.pointer_targets: dict[tuple[int, str], Any] = {}  # (id(doc), fragment) -> target
+        self.index_version = 0  # counts the changes to the index (``references.index_schema``)
+        self.resolved: dict[int, tuple[int, Member]] = {}  # id(holder) -> (index_version, its $ref's target)
         self.keep: list[Any] = []
         self.root_validator: Any = None
         self._synth: dict[Any, dict[Any, Any]] = {}

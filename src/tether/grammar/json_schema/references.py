@@ -20,12 +20,17 @@ from tether.grammar.json_schema.context import DEFAULT_BASE, Context, Member, pt
 from tether.limits import check_deadline
 
 
-@functools.lru_cache(maxsize=4096)
 def join_uri(base: str, ref: str) -> str:
     """Resolve ``ref`` against ``base`` (RFC 3986; also for non-hierarchical URNs).
-    Memoized: a document names the same definitions in many ``$ref``s."""
+    Memoized: a document names the same definitions in many ``$ref``s (a fragment
+    against each base once)."""
     if ref.startswith("#"):
-        return urldefrag(base)[0] + ref
+        return _defrag(base) + ref
+    return _join_uri(base, ref)
+
+
+@functools.lru_cache(maxsize=4096)
+def _join_uri(base: str, ref: str) -> str:
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", ref):
         return ref
     return urljoin(base, ref)
@@ -52,6 +57,7 @@ def index_schema(c: Context, s: Any, base: str, pointer: str) -> None:
 
     A pointer is recorded as a (parent, part) pair below ``pointer``, its text written
     by ``pointer_of`` when asked for (only the targets of a ``$ref`` need it)."""
+    c.index_version += 1  # (``flatten``'s memo of ``resolve`` lapses)
     stack: list[tuple[Any, str, Any]] = [(s, base, pointer)]
     visited: set[int] = set()
     index, base_of, ptr_of = c.index, c.base_of, c.ptr_of
@@ -179,11 +185,27 @@ def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Membe
     return node, pointer_of(c, node, target)
 
 
-@functools.lru_cache(maxsize=4096)
 def _split_fragment(uri: str) -> tuple[str, str]:
-    """``urldefrag(uri)`` (memoized: a document refers to the same targets many times)."""
+    """``urldefrag(uri)``. Past the first ``#``, ``urldefrag`` keeps the fragment as it
+    is and reads the rest alone, unless the text has a character ``urlsplit`` removes
+    (tab, CR, LF) or strips (a leading control character or space); so the part before
+    it is memoized (``_defrag``), not each target."""
+    head, sep, frag = uri.partition("#")
+    if not sep or "\t" in uri or "\r" in uri or "\n" in uri or uri[:1] <= " ":
+        return _split_fragment_slow(uri)
+    return _defrag(head + "#"), frag
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_fragment_slow(uri: str) -> tuple[str, str]:
     found = urldefrag(uri)
     return found[0], found[1]
+
+
+@functools.lru_cache(maxsize=4096)
+def _defrag(uri: str) -> str:
+    """``urldefrag(uri)[0]`` (memoized)."""
+    return urldefrag(uri)[0]
 
 
 # keywords ``flatten`` expands (or reports)
@@ -244,7 +266,17 @@ def flatten(c: Context, members: list[Member]) -> list[Member] | None:
             c.unsupported(kw, p)
         nxt: list[Member] = []
         if "$ref" in s:
-            nxt.append(resolve(c, s["$ref"], s, ptr(p, "$ref")))
+            # ``resolve`` once per schema object while the index is unchanged (the
+            # document is not; an error is raised the first time)
+            known = c.resolved.get(id(s))
+            if known is not None and known[0] == c.index_version:
+                nxt.append(known[1])
+            else:
+                version = c.index_version
+                target = resolve(c, s["$ref"], s, ptr(p, "$ref"))
+                if c.index_version == version:
+                    c.resolved[id(s)] = (version, target)
+                nxt.append(target)
             if c.draft in ("draft4", "draft6", "draft7"):
                 on_path.add(id(s))
                 stack.append(id(s))
