@@ -175,3 +175,43 @@ def test_render_and_emptiness_are_remembered_per_node_object() -> None:
     nothing = strings.Seq((strings.CSet(()), node))
     assert strings.is_empty_language(nothing) and strings.is_empty_language(nothing)
     assert not strings.is_empty_language(node) and not strings.is_empty_language(node)
+
+
+PROPS = st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e"]),
+                        st.sampled_from([{}, {"type": "string"}, {"type": "integer"}, {"enum": [1, "x"]},
+                                         {"type": "object", "properties": {"a": {"type": "null"}}}]),
+                        max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(props=PROPS, required=st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=3),
+       extra=st.sampled_from([None, False, {"type": "string"}]), pattern=st.booleans(),
+       whitespace=st.sampled_from(["flexible", "compact", "pretty"]))
+def test_schema_order_without_counts_is_the_general_case(props: Any, required: Any, extra: Any, pattern: bool,
+                                                         whitespace: Any) -> None:
+    # objects with no min/maxProperties and no dependentRequired take the plain path
+    # (counts 0 and 1); the general path (count, seen) makes the same grammar
+    import tether.grammar.json_schema.object_keywords as ok
+    from tether.errors import TetherError
+    from tether.grammar.json_schema.compiler import compile_json_schema
+
+    schema: dict[str, Any] = {"type": "object", "properties": props, "required": required}
+    if extra is not None:
+        schema["additionalProperties"] = extra
+    if pattern:
+        schema["patternProperties"] = {"^x": {"type": "integer"}}
+
+    def general(c: Any, slots: Any, extras: Any, depth: int) -> Any:
+        c.repeat(1, c.path[-1] if c.path else "#")
+        return ok._schema_order_general(c, slots, extras, 0, None, depth, None)
+
+    def made() -> str:
+        try:
+            return str(compile_json_schema(schema, whitespace=whitespace))
+        except TetherError as exc:  # (required names no value can have): the same error
+            return repr(exc)
+
+    plain = made()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ok, "_schema_order_plain", general)
+        assert made() == plain

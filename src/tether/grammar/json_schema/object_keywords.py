@@ -335,6 +335,13 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
     states are found level by level (no recursion: a level is the slot), named, then
     their rules appended last level first (rules before the rules that use them, as
     ``prune`` sweeps them), ``max_rules`` checked after each."""
+    if not (min_p > 0 or max_p is not None) and not deps:
+        return _schema_order_plain(c, slots, extras, depth)
+    return _schema_order_general(c, slots, extras, min_p, max_p, depth, deps)
+
+
+def _schema_order_general(c: Context, slots, extras, min_p, max_p, depth, deps):  # type: ignore[no-untyped-def]
+    """``object_schema_order`` with counts and dependencies."""
     counting = min_p > 0 or max_p is not None
     cap = max(1, max_p if max_p is not None else min_p) if counting else 1
     c.repeat(cap, c.path[-1] if c.path else "#")
@@ -410,6 +417,57 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
             if len(rules) > max_rules:
                 c.too_many_rules()
     return names[0][(0, 0)].name
+
+
+def _schema_order_plain(c: Context, slots: list[tuple[str, str, bool]], extras: list[tuple[Any, str]],
+                        depth: int) -> str:
+    """``object_schema_order`` without ``min``/``maxProperties`` and ``dependentRequired``
+    (most objects): a state is a count, 0 or 1 (whether a property was written: the
+    comma), so a level's states are its counts. The same states, names and rules, in the
+    same order, without the general case's (count, seen) pairs."""
+    c.repeat(1, c.path[-1] if c.path else "#")
+    levels: list[list[int]] = [[0]]  # the counts of each level, in order of first reach
+    for _, _, req in slots:
+        prev = levels[-1]
+        levels.append([1] if req else [*prev, 1] if 1 not in prev else list(prev))
+    last = levels[-1]
+    if extras and 1 not in last:  # further keys after the named ones
+        last.append(1)
+    fresh = c.fresh
+    names = [{count: NT(fresh("obj")) for count in level} for level in levels]
+    rules = c.g.rules
+    append = rules.append
+    max_rules = c.max_rules
+    tail = names[-1]
+    for count, ref in tail.items():
+        name = ref.name
+        first = count == 0
+        append(Rule(name, (c.punct_term("close_object", depth, first),)))
+        if extras:
+            child = tail[1]
+            for body, nt in extras:
+                append(Rule(name, (*extra_key_term(c, depth, first, body), NT(nt), child)))
+        if len(rules) > max_rules:
+            c.too_many_rules()
+    key_literal_term = c.key_literal_term
+    for i in range(len(slots) - 1, -1, -1):
+        k, nt, req = slots[i]
+        slot = NT(nt)
+        below = names[i + 1]
+        after = below[1]
+        keys: list[tuple[T, ...] | None] = [None, None]  # the key's lexemes, after no property (1) or some
+        for count, ref in names[i].items():
+            name = ref.name
+            if not req:
+                append(Rule(name, (below[count],)))
+            first = count == 0
+            key = keys[first]
+            if key is None:
+                key = keys[first] = key_literal_term(depth, first, k)
+            append(Rule(name, (*key, slot, after)))
+            if len(rules) > max_rules:
+                c.too_many_rules()
+    return names[0][0].name
 
 
 def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, tracked=None):  # type: ignore[no-untyped-def]
