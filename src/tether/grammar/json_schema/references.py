@@ -51,6 +51,13 @@ _SCHEMA_VALUES = frozenset((
 ))
 
 
+# each keyword ``index_schema`` walks into, by how: a map of schemas, a schema (or an
+# array of them), ``dependencies`` (a map of schemas or name lists)
+_MAP, _VALUE, _DEPENDENCIES = "map", "value", "dependencies"
+_INDEXED = {**dict.fromkeys(_SCHEMA_MAPS, _MAP), **dict.fromkeys(_SCHEMA_VALUES, _VALUE),
+            "dependencies": _DEPENDENCIES}
+
+
 def index_schema(c: Context, s: Any, base: str, pointer: str) -> None:
     """Record ``$id``/``$anchor`` targets, base URIs and pointers below ``s``
     (pre-order, iterative: any depth; a Python object met twice is indexed once).
@@ -92,16 +99,19 @@ def index_schema(c: Context, s: Any, base: str, pointer: str) -> None:
         ptr_of[id(s)] = p
         children: list[tuple[Any, str, Any]] = []
         for k, v in s.items():
-            if k in _SCHEMA_MAPS:
+            how = _INDEXED.get(k)
+            if how is None:
+                continue
+            if how is _MAP:
                 if isinstance(v, dict):
                     q = (p, k)
                     for name, sub in v.items():
                         if isinstance(sub, (dict, list)):  # (a boolean schema has no index)
                             children.append((sub, base, (q, name)))
-            elif k in _SCHEMA_VALUES:
+            elif how is _VALUE:
                 if isinstance(v, (dict, list)):
                     children.append((v, base, (p, k)))
-            elif k == "dependencies" and isinstance(v, dict):
+            elif isinstance(v, dict):  # dependencies
                 for name, sub in v.items():
                     if isinstance(sub, dict):
                         children.append((sub, base, ((p, k), name)))
