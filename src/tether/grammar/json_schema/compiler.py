@@ -73,8 +73,8 @@ class SchemaCompiler(Context):
         else:
             shapes = tuple(sorted({self.shape(s) for s, _ in flat}))
         key = (shapes, consumed, depth)
-        if key in self.memo:
-            found = self.memo[key]
+        found = self.memo.get(key, _UNSEEN)
+        if found is not _UNSEEN:
             if found in self.pending:  # a recursive reference to a node being built
                 self.recursive.add(found)
             return found
@@ -108,6 +108,8 @@ class SchemaCompiler(Context):
                 self.too_many_rules()
         return name
 
+
+_UNSEEN = "<unseen>"  # ``memo.get``'s default (None is a memoized empty node; no name is this object)
 
 # The empty conjunction: any JSON value (an object's further properties, an array's
 # items, ``{}``), at depth 0 (a layout whose depth does not matter).
