@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tether import regex as rx
 from tether.errors import LimitError, SchemaError, TetherError, limited
 from tether.grammar.ir import NT, Grammar, Rule, T, Terminal
 from tether.grammar.json_schema import numbers as num
@@ -172,8 +173,10 @@ class _Recorder(SchemaCompiler):
         if len(self.terms) > n:
             node = self.g.terminals[t.name].node
             # the spec with the node the terminal got (``nodes.spec_node`` reads it): a
-            # replay builds the same terminal without looking the node up again
-            self.new_terms.append(((spec[0], spec[1], node) if node is not None else spec, hint))
+            # replay builds the same terminal without looking the node up again; not a
+            # ``LazyNode`` (a build hands a new one, or the node once it is built)
+            built = isinstance(node, rx.Node)
+            self.new_terms.append(((spec[0], spec[1], node) if built else spec, hint))
         return t
 
 
@@ -347,8 +350,6 @@ def _check_whitespace_pattern(pattern: str) -> None:
     """ValueError unless ``pattern`` is a regex matching only JSON whitespace."""
     if not isinstance(pattern, str):
         raise ValueError(f"whitespace_pattern must be a regex string; got {limited(pattern)}")
-    from tether import regex as rx
-
     node = Terminal("ws", expr=("and", pattern, ("not", "[ \t\n\r]*"))).to_node()  # RegexError
     if not rx.is_empty(node):
         raise ValueError(f"whitespace_pattern {limited(pattern)} matches more than JSON whitespace "
