@@ -31,6 +31,7 @@ choices in ``Grammar.lowering``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -330,6 +331,45 @@ class Rule:
 (_NT_NAME,) = _setters(NT, "name")
 (_T_NAME,) = _setters(T, "name")
 _RULE_LHS, _RULE_RHS = _setters(Rule, "lhs", "rhs")
+_RULE_LHS_OF = operator.attrgetter("lhs")
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolIds:
+    """A grammar's rules over integer symbol ids, numbered as the parser tables number
+    them: terminals ``0 .. T-1`` in definition order, ``T`` left for the start symbol the
+    tables add, then the rule names in first-definition order (``names[k]`` is
+    ``T + 1 + k``). ``symbol_ids`` computes them; a front end that needs them anyway (the
+    JSON Schema compiler's prune) hands them to ``Grammar.mark_trimmed``, and the tables
+    read them instead of encoding every right side again.
+
+    Attributes:
+        names: the rule names in first-definition order.
+        nid: rule name -> id.
+        lhs, rhs: per rule, the id of its left side and the ids of its right side.
+    """
+
+    names: list[str]
+    nid: dict[str, int]
+    lhs: list[int]
+    rhs: list[tuple[int, ...]]
+
+
+def symbol_ids(g: Grammar) -> SymbolIds | None:
+    """``g``'s rules as ``SymbolIds``; None where a symbol names no rule or terminal of
+    its kind, or a rule name is also a terminal name."""
+    tid = {n: i for i, n in enumerate(g.terminals)}
+    names = list(dict.fromkeys(map(_RULE_LHS_OF, g.rules)))
+    base = len(tid) + 1
+    nid = {n: base + k for k, n in enumerate(names)}
+    if not nid.keys().isdisjoint(tid):
+        return None
+    t = T
+    try:
+        rhs = [tuple([tid[s.name] if s.__class__ is t else nid[s.name] for s in r.rhs]) for r in g.rules]
+    except KeyError:
+        return None
+    return SymbolIds(names, nid, list(map(nid.__getitem__, map(_RULE_LHS_OF, g.rules))), rhs)
 
 
 @dataclass(slots=True)
@@ -357,16 +397,27 @@ class Grammar:
     source_ast: object = field(default=None, repr=False, compare=False)
     # the ``ir_signature`` when ``mark_trimmed`` was last called (see ``trimmed``)
     _trimmed_at: tuple[object, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    # the ``SymbolIds`` given to ``mark_trimmed`` (valid while ``trimmed``)
+    _ids: SymbolIds | None = field(default=None, init=False, repr=False, compare=False)
 
     def ir_signature(self) -> tuple[object, ...]:
         """A value that changes whenever rules, terminals, start or ignore change."""
         return (self.start, tuple(self.rules), tuple(self.terminals.items()), tuple(self.ignore))
 
-    def mark_trimmed(self) -> None:
+    def mark_trimmed(self, ids: SymbolIds | None = None) -> None:
         """Record that every rule derives a finite text and is reachable from the start,
         and that every terminal is used (a front end that pruned its grammar says so:
-        ``trimmed`` then spares the parser tables the same work)."""
+        ``trimmed`` then spares the parser tables the same work); ``ids``: the grammar's
+        ``symbol_ids`` as it stands, when the front end computed them
+        (``trimmed_ids``)."""
         self._trimmed_at = self.ir_signature()
+        self._ids = ids
+
+    @property
+    def trimmed_ids(self) -> SymbolIds | None:
+        """The ``SymbolIds`` given to ``mark_trimmed``, while ``trimmed``; else None."""
+        ids = self._ids
+        return ids if ids is not None and self.trimmed else None
 
     @property
     def trimmed(self) -> bool:

@@ -361,27 +361,41 @@ def _encode(grammar: Grammar) -> _Encoded:
     tdefs = grammar.terminals
     tid: dict[str, int] = {n: i for i, n in enumerate(tdefs)}
     n_td = len(tid)
-    nt_names = [START, *dict.fromkeys(map(_LHS, rules))]
-    nid: dict[str, int] = {n: n_td + k for k, n in enumerate(nt_names)}
-    if grammar.start not in nid:
-        raise GrammarError(f"start rule {grammar.start!r} is not defined")
-    n_ps = n_td + len(nt_names)  # undefined terminals get ids from n_ps on
-    try:
-        tcls = T
-        prhs = [
-            tuple([tid[s.name] if s.__class__ is tcls else nid[s.name] for s in r.rhs])
-            for r in rules
-        ]
-    except KeyError:  # an undefined name
-        prhs = _encode_slow(rules, tid, nid)
-    n_ids = max(n_ps, len(tid) + len(nid))
-    plhs = list(map(nid.__getitem__, map(_LHS, rules)))
+    ids = grammar.trimmed_ids
+    trimmed: bool
+    if ids is not None and START not in ids.nid:
+        # the front end encoded the grammar as these tables number it, and pruned it
+        # (``Grammar.mark_trimmed``): its ids are the provisional ids, and the final ones
+        nt_names = [START, *ids.names]
+        nid = ids.nid  # without $start (n_td), which nothing below looks up here
+        if grammar.start not in nid:
+            raise GrammarError(f"start rule {grammar.start!r} is not defined")
+        n_ps = n_ids = n_td + len(nt_names)
+        prhs, plhs = ids.rhs, ids.lhs
+        trimmed = True
+    else:
+        nt_names = [START, *dict.fromkeys(map(_LHS, rules))]
+        nid = {n: n_td + k for k, n in enumerate(nt_names)}
+        if grammar.start not in nid:
+            raise GrammarError(f"start rule {grammar.start!r} is not defined")
+        n_ps = n_td + len(nt_names)  # undefined terminals get ids from n_ps on
+        try:
+            tcls = T
+            prhs = [
+                tuple([tid[s.name] if s.__class__ is tcls else nid[s.name] for s in r.rhs])
+                for r in rules
+            ]
+        except KeyError:  # an undefined name
+            prhs = _encode_slow(rules, tid, nid)
+        n_ids = max(n_ps, len(tid) + len(nid))
+        plhs = list(map(nid.__getitem__, map(_LHS, rules)))
+        trimmed = n_ids == n_ps and grammar.trimmed
     n_rules = len(rules)
 
     by_lhs: list[list[int]]
     kept: Sequence[int]
     dropped: tuple[str, ...]
-    if n_ids == n_ps and grammar.trimmed:
+    if trimmed:
         # every name defined, and the front end pruned the grammar (``mark_trimmed``):
         # every rule is productive and reachable, every terminal used
         for name in grammar.ignore:

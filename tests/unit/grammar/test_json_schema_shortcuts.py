@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -123,3 +124,94 @@ def test_the_any_value_replay_meets_max_rules_where_a_build_does(monkeypatch: An
     built = [_outcome(s, o) for s, o in cases]
     assert replayed == built
     assert any("max_rules" in v for v in built) and any("max_rules" not in v for v in built)
+
+
+URI_PARTS = st.sampled_from([*"aZ09:/?#;@[]%~.-_ ", "\t", "\n", "\r", "\x00", "\x1f", "http://", "https://",
+                             "HTTPS://", "urn:", "file:///", "//", "[::1]", "?q", ";p", "#/$defs/x"])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(uri=st.lists(URI_PARTS, max_size=10).map("".join), frag=st.lists(URI_PARTS, max_size=4).map("".join))
+def test_uri_splitting_is_urldefrag(uri: str, frag: str) -> None:
+    # references split a target URI at its first "#" and memoize the part before it;
+    # urldefrag reads that part alone unless the text has characters urlsplit removes
+    from urllib.parse import urldefrag
+
+    from tether.grammar.json_schema.references import _split_fragment, join_uri
+
+    for u in (uri, f"{uri}#{frag}"):
+        try:
+            want = urldefrag(u)
+        except ValueError:  # (an invalid IPv6 host): raised alike
+            with pytest.raises(ValueError):
+                _split_fragment(u)
+            continue
+        assert _split_fragment(u) == (want[0], want[1])
+        assert join_uri(u, "#" + frag) == want[0] + "#" + frag
+
+
+@pytest.mark.parametrize(("schema", "where"), [
+    ({"$defs": {"x~y/z": {"uniqueItems": True, "type": "array"}}, "$ref": "#/$defs/x~0y~1z"},
+     "#/$defs/x~0y~1z/uniqueItems"),
+    ({"definitions": {"a": {"items": [{"type": "string"}, {"uniqueItems": True, "type": "array"}]}},
+      "properties": {"p": {"$ref": "#/definitions/a/items/1"}}}, "#/definitions/a/items/1/uniqueItems"),
+])
+def test_a_ref_target_is_named_by_its_escaped_pointer(schema: Any, where: str) -> None:
+    # the index keeps pointers as (parent, part) pairs; a $ref target's text is written
+    # when the target is reached, escaped as a JSON pointer
+    from tether.errors import UnsupportedSchemaError
+    from tether.grammar.ir import Grammar
+
+    with pytest.raises(UnsupportedSchemaError) as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.pointer == where
+
+
+def test_render_and_emptiness_are_remembered_per_node_object() -> None:
+    node = strings.search_language(strings.parse_pattern("^[a-c]{2,5}$"))
+    twin = strings.search_language(strings.parse_pattern("^(?:[a-c]{2,5})$"))
+    assert strings.render(node) == strings.render(node) == strings._render(node, strings.render_cset)[0]
+    assert strings.render(twin) == strings._render(twin, strings.render_cset)[0]
+    nothing = strings.Seq((strings.CSet(()), node))
+    assert strings.is_empty_language(nothing) and strings.is_empty_language(nothing)
+    assert not strings.is_empty_language(node) and not strings.is_empty_language(node)
+
+
+PROPS = st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e"]),
+                        st.sampled_from([{}, {"type": "string"}, {"type": "integer"}, {"enum": [1, "x"]},
+                                         {"type": "object", "properties": {"a": {"type": "null"}}}]),
+                        max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(props=PROPS, required=st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=3),
+       extra=st.sampled_from([None, False, {"type": "string"}]), pattern=st.booleans(),
+       whitespace=st.sampled_from(["flexible", "compact", "pretty"]))
+def test_schema_order_without_counts_is_the_general_case(props: Any, required: Any, extra: Any, pattern: bool,
+                                                         whitespace: Any) -> None:
+    # objects with no min/maxProperties and no dependentRequired take the plain path
+    # (counts 0 and 1); the general path (count, seen) makes the same grammar
+    import tether.grammar.json_schema.object_keywords as ok
+    from tether.errors import TetherError
+    from tether.grammar.json_schema.compiler import compile_json_schema
+
+    schema: dict[str, Any] = {"type": "object", "properties": props, "required": required}
+    if extra is not None:
+        schema["additionalProperties"] = extra
+    if pattern:
+        schema["patternProperties"] = {"^x": {"type": "integer"}}
+
+    def general(c: Any, slots: Any, extras: Any, depth: int) -> Any:
+        c.repeat(1, c.path[-1] if c.path else "#")
+        return ok._schema_order_general(c, slots, extras, 0, None, depth, None)
+
+    def made() -> str:
+        try:
+            return str(compile_json_schema(schema, whitespace=whitespace))
+        except TetherError as exc:  # (required names no value can have): the same error
+            return repr(exc)
+
+    plain = made()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ok, "_schema_order_plain", general)
+        assert made() == plain

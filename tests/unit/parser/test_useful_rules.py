@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.errors import GrammarError
-from tether.grammar.ir import NT, Grammar, Rule, T, Terminal
+from tether.grammar.ir import NT, Grammar, Rule, T, Terminal, symbol_ids
 from tether.parser import ParserTables
 from tether.parser.tables import _SWEEPS
 
@@ -170,19 +170,66 @@ def test_a_trimmed_grammar_gives_the_tables_of_the_full_encoding(g: Grammar) -> 
     prune(g)
     assert g.trimmed
     fast = ParserTables.from_grammar(g, nullable_terminals=())
+    if g.trimmed_ids is not None:  # prune's symbol ids, read by the tables as they stand
+        assert g.trimmed_ids == symbol_ids(g)
+        g.mark_trimmed()  # the same mark without them: the tables encode the rules
+        assert g.trimmed and g.trimmed_ids is None
+        assert _tables_fields(ParserTables.from_grammar(g, nullable_terminals=())) == _tables_fields(fast)
     g._trimmed_at = None  # the same grammar, unmarked: the full passes
     assert not g.trimmed
     assert _tables_fields(ParserTables.from_grammar(g, nullable_terminals=())) == _tables_fields(fast)
+
+
+@settings(max_examples=300, deadline=None)
+@given(grammars(), st.booleans())
+def test_prune_keeps_the_textbook_useful_rules(g: Grammar, undefined: bool) -> None:
+    # the JSON Schema compiler's prune keeps exactly the rules of the fixpoints, in order,
+    # and the terminals they use: over integer ids when every name is defined (the ids
+    # then kept for the tables when nothing is dropped), by name otherwise (a rule using
+    # an undefined name derives nothing)
+    from tether.grammar.json_schema.prune import prune
+
+    if undefined:
+        g.rules.insert(0, Rule("A", (T("a"), NT("missing"))))
+    n_rules = len(g.rules)
+    kept, _ = _reference(g)
+    used = {s.name for r in kept for s in r.rhs if isinstance(s, T)}
+    prune(g)
+    assert g.rules == kept
+    assert list(g.terminals) == [n for n in TERMS if n in used]
+    assert g.trimmed
+    every = len(kept) == n_rules and len(used) == len(TERMS)
+    assert (g.trimmed_ids is not None) == (every and not undefined)
+
+
+@pytest.mark.parametrize("parents_first", [True, False])
+def test_prune_past_its_sweeps(parents_first: bool) -> None:
+    # chains longer than the sweeps, in either order: the worklists finish both passes
+    from tether.grammar.json_schema.prune import _SWEEPS as PRUNE_SWEEPS
+    from tether.grammar.json_schema.prune import prune
+
+    n = 3 * PRUNE_SWEEPS
+    g = Grammar("S")
+    g.add_terminal(Terminal("a", literal="a"))
+    g.add_terminal(Terminal("b", literal="b"))  # used only by a rule that derives nothing
+    chain = [Rule("S", (NT("A0"),)), *(Rule(f"A{k}", (NT(f"A{k + 1}"),)) for k in range(n)),
+             Rule(f"A{n}", (T("a"),)), Rule("S", (NT("B"),)), Rule("B", (T("b"), NT("B")))]
+    g.rules = chain if parents_first else chain[::-1]
+    kept, _ = _reference(g)
+    prune(g)
+    assert g.rules == kept and len(kept) == n + 2
+    assert list(g.terminals) == ["a"]
+    assert g.trimmed and g.trimmed_ids is None  # rules dropped: the tables encode again
 
 
 def test_a_trimmed_mark_lapses_when_the_grammar_changes() -> None:
     g = Grammar("S")
     g.add_terminal(Terminal("a", literal="a"))
     g.add_rule("S", T("a"))
-    g.mark_trimmed()
-    assert g.trimmed
+    g.mark_trimmed(symbol_ids(g))
+    assert g.trimmed and g.trimmed_ids is not None
     g.rules.append(Rule("Z", (NT("Z"),)))  # unproductive and unreachable
-    assert not g.trimmed
+    assert not g.trimmed and g.trimmed_ids is None  # the ids lapse with the mark
     assert ParserTables.from_grammar(g, nullable_terminals=()).dropped == ("Z",)
     g.mark_trimmed()  # a wrong mark is still checked for undefined names
     g.rules.append(Rule("S", (T("missing"),)))

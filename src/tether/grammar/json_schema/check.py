@@ -316,7 +316,7 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
     # (value, pointer, JSON depth, is a schema); popped in document order. Strings, numbers,
     # booleans and null are checked where they are met (no entry, no pointer built) unless
     # they are too deep, which the popping side reports.
-    stack: list[tuple[Any, str, int, bool]] = [(schema, pointer, 1, True)]
+    stack: list[tuple[Any, Ptr, int, bool]] = [(schema, pointer, 1, True)]
     size = 0
     steps = 0
     while stack:
@@ -327,47 +327,18 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
         if depth > max_depth:
             raise LimitError("max_json_depth", depth, max_depth, _str(p))
         size += 1
-        if isinstance(v, str):
-            size += len(v)
-            if not v.isascii():
-                _text(v, p)
-        elif isinstance(v, bool) or v is None:
-            pass
-        elif isinstance(v, int):
-            if v.bit_length() > _MAX_INT_BITS:
-                raise SchemaError(f"an integer of more than {MAX_INT_DIGITS} digits is too large", _str(p))
-        elif isinstance(v, float):
-            if v != v:
-                raise SchemaError("NaN is no JSON number", _str(p))
-            if math.isinf(v):
-                raise SchemaError(f"{v!r} is no JSON number", _str(p))
-        elif isinstance(v, list):
-            size += len(v)
-            if depth < max_depth:
-                later: list[tuple[Any, str, int, bool]] = []
-                for i, x in enumerate(v):
-                    n = _plain_size(x)
-                    if n < 0:
-                        later.append((x, _ptr(p, i), depth + 1, False))
-                    elif n:
-                        size += n
-                    else:
-                        if not x.isascii():
-                            _text(x, _ptr(p, i))
-                        size += 1 + len(x)
-                stack.extend(reversed(later))
-            else:
-                stack.extend((v[i], _ptr(p, i), depth + 1, False) for i in range(len(v) - 1, -1, -1))
-        elif isinstance(v, dict):
+        # containers first (most values are schema objects); a dict or a list is never
+        # also a str, int or float (their layouts conflict), so the order is free
+        if isinstance(v, dict):
             size += len(v)
             if not is_schema:
-                later = []
+                later: list[tuple[Any, Ptr, int, bool]] = []
                 for k, x in v.items():
                     if type(k) is not str or not k.isascii():
                         _key(k, p)
                     n = _plain_size(x) if depth < max_depth else -1
                     if n < 0:
-                        later.append((x, _ptr(p, k), depth + 1, False))
+                        later.append((x, (p, k), depth + 1, False))
                     elif n:
                         size += n
                     else:
@@ -393,7 +364,7 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
                             _text(x, _ptr(p, kw))
                         size += 1 + len(x)
                         continue
-                    q = _ptr(p, kw)
+                    q: Ptr = (p, kw)  # (``_ptr``)
                     if kind is None:
                         todo.append((x, q, 1, False))
                         continue
@@ -402,6 +373,37 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
                     todo += kind(kw, x, q)
                 for x, q, levels, sch in reversed(todo):
                     stack.append((x, q, depth + levels, sch))
+        elif isinstance(v, list):
+            size += len(v)
+            if depth < max_depth:
+                later = []
+                for i, x in enumerate(v):
+                    n = _plain_size(x)
+                    if n < 0:
+                        later.append((x, (p, i), depth + 1, False))
+                    elif n:
+                        size += n
+                    else:
+                        if not x.isascii():
+                            _text(x, _ptr(p, i))
+                        size += 1 + len(x)
+                stack.extend(reversed(later))
+            else:
+                stack.extend((v[i], (p, i), depth + 1, False) for i in range(len(v) - 1, -1, -1))
+        elif isinstance(v, str):
+            size += len(v)
+            if not v.isascii():
+                _text(v, p)
+        elif isinstance(v, bool) or v is None:
+            pass
+        elif isinstance(v, int):
+            if v.bit_length() > _MAX_INT_BITS:
+                raise SchemaError(f"an integer of more than {MAX_INT_DIGITS} digits is too large", _str(p))
+        elif isinstance(v, float):
+            if v != v:
+                raise SchemaError("NaN is no JSON number", _str(p))
+            if math.isinf(v):
+                raise SchemaError(f"{v!r} is no JSON number", _str(p))
         else:
             raise SchemaError(f"{_show(v)} is not a JSON value ({type(v).__name__})", _str(p))
         if size > max_chars:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tether import regex as rx
 from tether.errors import LimitError, SchemaError, TetherError, limited
 from tether.grammar.ir import NT, Grammar, Rule, T, Terminal
 from tether.grammar.json_schema import numbers as num
@@ -46,6 +47,7 @@ class SchemaCompiler(Context):
         super().__init__(schema, **options)
         self.pending: set[str] = set()  # names of the nodes being built
         self.recursive: set[str] = set()  # those of them a rule refers to already
+        self.depth_matters = self.layout.depth_matters
         check_document(schema, self.limits, "#", self.checked)
         index_document(self, schema, DEFAULT_BASE, "#")
 
@@ -55,7 +57,7 @@ class SchemaCompiler(Context):
         Nodes nest (a property's value inside its object, a branch inside its ``anyOf``)
         at most ``Limits.max_nesting`` deep, else LimitError at the innermost pointer.
         """
-        if not self.layout.depth_matters:
+        if not self.depth_matters:
             depth = 0
         elif depth > self.max_depth:
             self.warn(
@@ -72,8 +74,8 @@ class SchemaCompiler(Context):
         else:
             shapes = tuple(sorted({self.shape(s) for s, _ in flat}))
         key = (shapes, consumed, depth)
-        if key in self.memo:
-            found = self.memo[key]
+        found = self.memo.get(key, _UNSEEN)
+        if found is not _UNSEEN:
             if found in self.pending:  # a recursive reference to a node being built
                 self.recursive.add(found)
             return found
@@ -100,10 +102,15 @@ class SchemaCompiler(Context):
             # reference to this node's name yet: the node is that nonterminal (no unit rule)
             found = self.memo[key] = alts[0][0].name
             return found
-        for rhs in alts:
-            self.rule(name, *rhs)
+        rules, max_rules = self.g.rules, self.max_rules
+        for rhs in alts:  # ``Context.rule`` of each
+            rules.append(Rule(name, tuple(rhs)))
+            if len(rules) > max_rules:
+                self.too_many_rules()
         return name
 
+
+_UNSEEN = "<unseen>"  # ``memo.get``'s default (None is a memoized empty node; no name is this object)
 
 # The empty conjunction: any JSON value (an object's further properties, an array's
 # items, ``{}``), at depth 0 (a layout whose depth does not matter).
@@ -164,7 +171,12 @@ class _Recorder(SchemaCompiler):
         n = len(self.terms)
         t = super().term(spec, hint)
         if len(self.terms) > n:
-            self.new_terms.append((spec, hint))
+            node = self.g.terminals[t.name].node
+            # the spec with the node the terminal got (``nodes.spec_node`` reads it): a
+            # replay builds the same terminal without looking the node up again; not a
+            # ``LazyNode`` (a build hands a new one, or the node once it is built)
+            built = isinstance(node, rx.Node)
+            self.new_terms.append(((spec[0], spec[1], node) if built else spec, hint))
         return t
 
 
@@ -338,8 +350,6 @@ def _check_whitespace_pattern(pattern: str) -> None:
     """ValueError unless ``pattern`` is a regex matching only JSON whitespace."""
     if not isinstance(pattern, str):
         raise ValueError(f"whitespace_pattern must be a regex string; got {limited(pattern)}")
-    from tether import regex as rx
-
     node = Terminal("ws", expr=("and", pattern, ("not", "[ \t\n\r]*"))).to_node()  # RegexError
     if not rx.is_empty(node):
         raise ValueError(f"whitespace_pattern {limited(pattern)} matches more than JSON whitespace "

@@ -238,9 +238,11 @@ class Context:
         self.warned: set[str] = set()
         self.index: dict[str, Any] = {}
         self.base_of: dict[int, str] = {}
-        self.ptr_of: dict[int, str] = {}
+        self.ptr_of: dict[int, Any] = {}  # a text or a (parent, part) pair: ``references.pointer_of``
         self.docs: dict[str, Any] = {}
         self.pointer_targets: dict[tuple[int, str], Any] = {}  # (id(doc), fragment) -> target
+        self.index_version = 0  # counts the changes to the index (``references.index_schema``)
+        self.resolved: dict[int, tuple[int, Member]] = {}  # id(holder) -> (index_version, its $ref's target)
         self.keep: list[Any] = []
         self.root_validator: Any = None
         self._synth: dict[Any, dict[Any, Any]] = {}
@@ -391,7 +393,8 @@ class Context:
         if depth > self.limits.max_json_depth:
             return None
         parts: list[Any]
-        # a string names itself (no call); containers and other scalars are named by a call
+        # a string names itself; null, booleans and integers are tagged here (as
+        # ``_scalar_structure`` tags them); other values are named by a call
         if isinstance(value, dict):
             parts = ["o"]
             for k, x in value.items():
@@ -399,18 +402,30 @@ class Context:
                     k = _key_text(k)
                     if k is None:
                         return None
-                if type(x) is not str:
-                    x = self._structure(x, depth + 1)
-                    if x is None:
-                        return None
+                t = type(x)
+                if t is not str:
+                    if t is bool or x is None:
+                        x = ("c", x)
+                    elif t is int:
+                        x = ("i", int.__repr__(x))
+                    else:
+                        x = self._structure(x, depth + 1)
+                        if x is None:
+                            return None
                 parts += (k, x)
         else:
             parts = ["a"]
             for x in value:
-                if type(x) is not str:
-                    x = self._structure(x, depth + 1)
-                    if x is None:
-                        return None
+                t = type(x)
+                if t is not str:
+                    if t is bool or x is None:
+                        x = ("c", x)
+                    elif t is int:
+                        x = ("i", int.__repr__(x))
+                    else:
+                        x = self._structure(x, depth + 1)
+                        if x is None:
+                            return None
                 parts.append(x)
         found = memo[id(value)] = self._structures.setdefault(tuple(parts), len(self._structures))
         return found

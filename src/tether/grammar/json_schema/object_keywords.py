@@ -78,8 +78,19 @@ def compile_object(c: Context, flat: list[Member], depth: int, forbidden: set[st
             patterns.append((pat, sub, ptr(p, "patternProperties", pat), idx))
     if min_p > 0 or max_p is not None:  # object states count properties up to this
         c.repeat(max(1, max_p if max_p is not None else min_p), count_ptr)
-    for k, conj in named.items():
-        conj += key_members(c, flat, patterns, k)
+    if patterns:
+        for k, conj in named.items():
+            conj += key_members(c, flat, patterns, k)
+    else:  # ``key_members`` without patterns: each member's property, else its additional
+        per = [(s.get("properties", {}), ptr(p, "properties"),
+                (s["additionalProperties"], ptr(p, "additionalProperties")) if "additionalProperties" in s else None)
+               for s, p in flat]
+        for k, conj in named.items():
+            for props, at, other in per:
+                if k in props:
+                    conj.append((props[k], ptr(at, k)))
+                elif other is not None:
+                    conj.append(other)
     # property names must satisfy propertyNames
     if name_schemas:
         check = name_check(c, name_schemas)
@@ -324,6 +335,13 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
     states are found level by level (no recursion: a level is the slot), named, then
     their rules appended last level first (rules before the rules that use them, as
     ``prune`` sweeps them), ``max_rules`` checked after each."""
+    if not (min_p > 0 or max_p is not None) and not deps:
+        return _schema_order_plain(c, slots, extras, depth)
+    return _schema_order_general(c, slots, extras, min_p, max_p, depth, deps)
+
+
+def _schema_order_general(c: Context, slots, extras, min_p, max_p, depth, deps):  # type: ignore[no-untyped-def]
+    """``object_schema_order`` with counts and dependencies."""
     counting = min_p > 0 or max_p is not None
     cap = max(1, max_p if max_p is not None else min_p) if counting else 1
     c.repeat(cap, c.path[-1] if c.path else "#")
@@ -378,21 +396,78 @@ def object_schema_order(c: Context, slots, extras, min_p, max_p, depth, deps=Non
                 rules.append(Rule(name, (*extra_key_term(c, depth, first, body), NT(nt), child)))
         if len(rules) > max_rules:
             c.too_many_rules()
+    append = rules.append
+    key_literal_term = c.key_literal_term
     for i in range(n - 1, -1, -1):
         k, nt, req = slots[i]
         slot = NT(nt)
         b = bit.get(k, 0)
         below = names[i + 1]
+        keys: list[tuple[T, ...] | None] = [None, None]  # the key's lexemes, after no property (1) or some
         for (count, seen), ref in names[i].items():
             name = ref.name
             if not req:
-                rules.append(Rule(name, (below[(count, seen)],)))
+                append(Rule(name, (below[(count, seen)],)))
             if max_p is None or count < max_p:
-                key = c.key_literal_term(depth, count == 0, k)
-                rules.append(Rule(name, (*key, slot, below[(min(count + 1, cap), seen | b)])))
+                first = count == 0
+                key = keys[first]
+                if key is None:
+                    key = keys[first] = key_literal_term(depth, first, k)
+                append(Rule(name, (*key, slot, below[(count + 1 if count < cap else cap, seen | b)])))
             if len(rules) > max_rules:
                 c.too_many_rules()
     return names[0][(0, 0)].name
+
+
+def _schema_order_plain(c: Context, slots: list[tuple[str, str, bool]], extras: list[tuple[Any, str]],
+                        depth: int) -> str:
+    """``object_schema_order`` without ``min``/``maxProperties`` and ``dependentRequired``
+    (most objects): a state is a count, 0 or 1 (whether a property was written: the
+    comma), so a level's states are its counts. The same states, names and rules, in the
+    same order, without the general case's (count, seen) pairs."""
+    c.repeat(1, c.path[-1] if c.path else "#")
+    levels: list[list[int]] = [[0]]  # the counts of each level, in order of first reach
+    for _, _, req in slots:
+        prev = levels[-1]
+        levels.append([1] if req else [*prev, 1] if 1 not in prev else list(prev))
+    last = levels[-1]
+    if extras and 1 not in last:  # further keys after the named ones
+        last.append(1)
+    fresh = c.fresh
+    names = [{count: NT(fresh("obj")) for count in level} for level in levels]
+    rules = c.g.rules
+    append = rules.append
+    max_rules = c.max_rules
+    tail = names[-1]
+    for count, ref in tail.items():
+        name = ref.name
+        first = count == 0
+        append(Rule(name, (c.punct_term("close_object", depth, first),)))
+        if extras:
+            child = tail[1]
+            for body, nt in extras:
+                append(Rule(name, (*extra_key_term(c, depth, first, body), NT(nt), child)))
+        if len(rules) > max_rules:
+            c.too_many_rules()
+    key_literal_term = c.key_literal_term
+    for i in range(len(slots) - 1, -1, -1):
+        k, nt, req = slots[i]
+        slot = NT(nt)
+        below = names[i + 1]
+        after = below[1]
+        keys: list[tuple[T, ...] | None] = [None, None]  # the key's lexemes, after no property (1) or some
+        for count, ref in names[i].items():
+            name = ref.name
+            if not req:
+                append(Rule(name, (below[count],)))
+            first = count == 0
+            key = keys[first]
+            if key is None:
+                key = keys[first] = key_literal_term(depth, first, k)
+            append(Rule(name, (*key, slot, after)))
+            if len(rules) > max_rules:
+                c.too_many_rules()
+    return names[0][0].name
 
 
 def object_any_order(c: Context, slots, extras, min_p, max_p, depth, deps=None, tracked=None):  # type: ignore[no-untyped-def]

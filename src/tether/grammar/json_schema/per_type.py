@@ -89,6 +89,8 @@ def check_keywords(c: Context, s: dict[Any, Any], p: str, types: set[str]) -> No
         for kw in ("contentMediaType", "contentEncoding"):
             if kw in s:
                 c.warn(f"{kw} is not enforced (at {ptr(p, kw)})")
+    if _CHECKED.isdisjoint(s):
+        return
     for kw, v in s.items():  # in the schema's order (the first unsupported one is reported)
         if kw not in _CHECKED:  # (if/then/else: read as a union in combinators.split_cases)
             continue

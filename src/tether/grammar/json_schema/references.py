@@ -20,12 +20,17 @@ from tether.grammar.json_schema.context import DEFAULT_BASE, Context, Member, pt
 from tether.limits import check_deadline
 
 
-@functools.lru_cache(maxsize=4096)
 def join_uri(base: str, ref: str) -> str:
     """Resolve ``ref`` against ``base`` (RFC 3986; also for non-hierarchical URNs).
-    Memoized: a document names the same definitions in many ``$ref``s."""
+    Memoized: a document names the same definitions in many ``$ref``s (a fragment
+    against each base once)."""
     if ref.startswith("#"):
-        return urldefrag(base)[0] + ref
+        return _defrag(base) + ref
+    return _join_uri(base, ref)
+
+
+@functools.lru_cache(maxsize=4096)
+def _join_uri(base: str, ref: str) -> str:
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", ref):
         return ref
     return urljoin(base, ref)
@@ -46,53 +51,95 @@ _SCHEMA_VALUES = frozenset((
 ))
 
 
+# each keyword ``index_schema`` walks into, by how: a map of schemas, a schema (or an
+# array of them), ``dependencies`` (a map of schemas or name lists)
+_MAP, _VALUE, _DEPENDENCIES = "map", "value", "dependencies"
+_INDEXED = {**dict.fromkeys(_SCHEMA_MAPS, _MAP), **dict.fromkeys(_SCHEMA_VALUES, _VALUE),
+            "dependencies": _DEPENDENCIES}
+
+
 def index_schema(c: Context, s: Any, base: str, pointer: str) -> None:
     """Record ``$id``/``$anchor`` targets, base URIs and pointers below ``s``
-    (pre-order, iterative: any depth; a Python object met twice is indexed once)."""
-    stack: list[tuple[Any, str, str]] = [(s, base, pointer)]
+    (pre-order, iterative: any depth; a Python object met twice is indexed once).
+
+    A pointer is recorded as a (parent, part) pair below ``pointer``, its text written
+    by ``pointer_of`` when asked for (only the targets of a ``$ref`` need it)."""
+    c.index_version += 1  # (``flatten``'s memo of ``resolve`` lapses)
+    stack: list[tuple[Any, str, Any]] = [(s, base, pointer)]
     visited: set[int] = set()
+    index, base_of, ptr_of = c.index, c.base_of, c.ptr_of
+    old_draft = c.draft in ("draft4", "draft6", "draft7")
+    draft4 = c.draft == "draft4"
     while stack:
-        s, base, pointer = stack.pop()
+        s, base, p = stack.pop()
         if isinstance(s, list):
-            stack.extend((s[i], base, ptr(pointer, i)) for i in range(len(s) - 1, -1, -1))
+            stack.extend((s[i], base, (p, i)) for i in range(len(s) - 1, -1, -1))
             continue
         if not isinstance(s, dict) or id(s) in visited:
             continue
         visited.add(id(s))
-        ident = s.get("$id") if "$id" in s else (s.get("id") if c.draft == "draft4" else None)
-        if isinstance(ident, str) and not (c.draft in ("draft4", "draft6", "draft7") and "$ref" in s):
-            if ident.startswith("#") and c.draft in ("draft4", "draft6", "draft7"):
-                c.index[join_uri(base, ident)] = s  # plain-name fragment (old drafts)
-            else:
-                base = join_uri(base, ident)
-                c.index[_split_fragment(base)[0]] = s
-                c.docs.setdefault(_split_fragment(base)[0], s)
-        for kw in ("$anchor", "$dynamicAnchor"):
-            anchor = s.get(kw)
-            if isinstance(anchor, str):
-                key = _split_fragment(base)[0] + "#" + anchor
-                if c.index.setdefault(key, s) is not s:  # two targets: no honest choice
-                    raise SchemaError(f"{kw} {limited(anchor)} is defined twice in one "
-                                      "schema resource", pointer)
-        c.base_of[id(s)] = base
-        c.ptr_of[id(s)] = pointer
-        children: list[tuple[Any, str, str]] = []
+        if "$id" in s or draft4 and "id" in s:
+            ident = s.get("$id") if "$id" in s else s.get("id")
+            if isinstance(ident, str) and not (old_draft and "$ref" in s):
+                if ident.startswith("#") and old_draft:
+                    index[join_uri(base, ident)] = s  # plain-name fragment (old drafts)
+                else:
+                    base = join_uri(base, ident)
+                    index[_split_fragment(base)[0]] = s
+                    c.docs.setdefault(_split_fragment(base)[0], s)
+        if "$anchor" in s or "$dynamicAnchor" in s:
+            for kw in ("$anchor", "$dynamicAnchor"):
+                anchor = s.get(kw)
+                if isinstance(anchor, str):
+                    key = _split_fragment(base)[0] + "#" + anchor
+                    if index.setdefault(key, s) is not s:  # two targets: no honest choice
+                        raise SchemaError(f"{kw} {limited(anchor)} is defined twice in one "
+                                          "schema resource", pointer_text(p))
+        base_of[id(s)] = base
+        ptr_of[id(s)] = p
+        children: list[tuple[Any, str, Any]] = []
         for k, v in s.items():
-            if k in _SCHEMA_MAPS:
+            how = _INDEXED.get(k)
+            if how is None:
+                continue
+            if how is _MAP:
                 if isinstance(v, dict):
+                    q = (p, k)
                     for name, sub in v.items():
                         if isinstance(sub, (dict, list)):  # (a boolean schema has no index)
-                            q = name if type(name) is str and "~" not in name and "/" not in name \
-                                else ptr("", name)[1:]
-                            children.append((sub, base, f"{pointer}/{k}/{q}"))
-            elif k in _SCHEMA_VALUES:
+                            children.append((sub, base, (q, name)))
+            elif how is _VALUE:
                 if isinstance(v, (dict, list)):
-                    children.append((v, base, f"{pointer}/{k}"))
-            elif k == "dependencies" and isinstance(v, dict):
+                    children.append((v, base, (p, k)))
+            elif isinstance(v, dict):  # dependencies
                 for name, sub in v.items():
                     if isinstance(sub, dict):
-                        children.append((sub, base, ptr(pointer, k, name)))
+                        children.append((sub, base, ((p, k), name)))
         stack.extend(reversed(children))
+
+
+def pointer_text(p: Any) -> str:
+    """The JSON pointer text of ``p``: a text, or a (parent, part) pair over one."""
+    parts = []
+    while type(p) is tuple:
+        p, part = p
+        q = part if type(part) is str else str(part)
+        if "~" in q or "/" in q:
+            q = q.replace("~", "~0").replace("/", "~1")
+        parts.append(q)
+    parts.append(p)
+    return "/".join(reversed(parts))
+
+
+def pointer_of(c: Context, s: Any, default: str) -> str:
+    """The pointer of the schema object ``s`` (``Context.ptr_of``) as text (written once),
+    else ``default``."""
+    p = c.ptr_of.get(id(s))
+    if p is None:
+        return default
+    if type(p) is not str:
+        p = c.ptr_of[id(s)] = pointer_text(p)
+    return p
 
 
 def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Member:
@@ -102,7 +149,7 @@ def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Membe
     target = join_uri(base, ref)
     if target in c.index:
         s = c.index[target]
-        return s, c.ptr_of.get(id(s), target)
+        return s, pointer_of(c, s, target)
     uri, frag = _split_fragment(target)
     doc = c.docs.get(uri)
     if doc is None and uri in c.index:
@@ -122,7 +169,7 @@ def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Membe
         index_document(c, doc, uri, uri + "#")
         if target in c.index:
             s = c.index[target]
-            return s, c.ptr_of.get(id(s), target)
+            return s, pointer_of(c, s, target)
     node = doc
     if frag:
         found = c.pointer_targets.get((id(doc), frag))  # documents are not changed
@@ -142,17 +189,33 @@ def resolve(c: Context, ref: Any, holder: dict[Any, Any], pointer: str) -> Membe
             c.pointer_targets[(id(doc), frag)] = node
     if isinstance(node, dict) and id(node) not in c.checked:
         # a target outside the schema positions walked so far (an unknown keyword)
-        check_document(node, c.limits, c.ptr_of.get(id(node), target), c.checked)
+        check_document(node, c.limits, pointer_of(c, node, target), c.checked)
     if isinstance(node, dict) and id(node) not in c.base_of:
         index_schema(c, node, uri, uri + "#" + frag)
-    return node, c.ptr_of.get(id(node), target)
+    return node, pointer_of(c, node, target)
+
+
+def _split_fragment(uri: str) -> tuple[str, str]:
+    """``urldefrag(uri)``. Past the first ``#``, ``urldefrag`` keeps the fragment as it
+    is and reads the rest alone, unless the text has a character ``urlsplit`` removes
+    (tab, CR, LF) or strips (a leading control character or space); so the part before
+    it is memoized (``_defrag``), not each target."""
+    head, sep, frag = uri.partition("#")
+    if not sep or "\t" in uri or "\r" in uri or "\n" in uri or uri[:1] <= " ":
+        return _split_fragment_slow(uri)
+    return _defrag(head + "#"), frag
 
 
 @functools.lru_cache(maxsize=4096)
-def _split_fragment(uri: str) -> tuple[str, str]:
-    """``urldefrag(uri)`` (memoized: a document refers to the same targets many times)."""
+def _split_fragment_slow(uri: str) -> tuple[str, str]:
     found = urldefrag(uri)
     return found[0], found[1]
+
+
+@functools.lru_cache(maxsize=4096)
+def _defrag(uri: str) -> str:
+    """``urldefrag(uri)[0]`` (memoized)."""
+    return urldefrag(uri)[0]
 
 
 # keywords ``flatten`` expands (or reports)
@@ -175,7 +238,7 @@ def flatten(c: Context, members: list[Member]) -> list[Member] | None:
             return []
         if s is False:
             return None
-        if isinstance(s, dict) and not _EXPANDS.intersection(s):
+        if isinstance(s, dict) and _EXPANDS.isdisjoint(s):
             return [members[0]]
     out: list[Member] = []
     seen: set[int] = set()
@@ -213,7 +276,17 @@ def flatten(c: Context, members: list[Member]) -> list[Member] | None:
             c.unsupported(kw, p)
         nxt: list[Member] = []
         if "$ref" in s:
-            nxt.append(resolve(c, s["$ref"], s, ptr(p, "$ref")))
+            # ``resolve`` once per schema object while the index is unchanged (the
+            # document is not; an error is raised the first time)
+            known = c.resolved.get(id(s))
+            if known is not None and known[0] == c.index_version:
+                nxt.append(known[1])
+            else:
+                version = c.index_version
+                target = resolve(c, s["$ref"], s, ptr(p, "$ref"))
+                if c.index_version == version:
+                    c.resolved[id(s)] = (version, target)
+                nxt.append(target)
             if c.draft in ("draft4", "draft6", "draft7"):
                 on_path.add(id(s))
                 stack.append(id(s))

@@ -492,15 +492,33 @@ def width(node: Node) -> tuple[int, int | None]:
 
 
 def is_empty_language(node: Node) -> bool:
+    """Whether ``node`` matches no string (remembered per node object, as ``render``)."""
+    found = _EMPTY.get(id(node))
+    if found is not None and found[0] is node:
+        return found[1]
+    empty = _is_empty(node)
+    if len(_EMPTY) >= _MEMO_MAX:
+        _EMPTY.clear()
+    _EMPTY[id(node)] = (node, empty)
+    return empty
+
+
+def _is_empty(node: Node) -> bool:
     if isinstance(node, CSet):
         return not node.ranges
     if isinstance(node, Seq):
-        return any(is_empty_language(i) for i in node.items)
+        return any(_is_empty(i) for i in node.items)
     if isinstance(node, Alt):
-        return all(is_empty_language(i) for i in node.items)
+        return all(_is_empty(i) for i in node.items)
     if isinstance(node, Rep):
-        return node.lo > 0 and is_empty_language(node.item)
+        return node.lo > 0 and _is_empty(node.item)
     return False
+
+
+# id(node) -> (node, ``is_empty_language(node)``)
+_EMPTY: dict[int, tuple[Node, bool]] = {}
+# entries of each per-node memo (``render``, ``is_empty_language``); cleared when full
+_MEMO_MAX = 4096
 
 
 def with_length(node: Node, lo: int, hi: int | None) -> Node | None:
@@ -679,8 +697,25 @@ def _render(node: Node, cset) -> tuple[str, int]:  # type: ignore[no-untyped-def
 
 
 def render(node: Node, *, cset=render_cset) -> str:  # type: ignore[no-untyped-def]
-    """The regex (tether/Python syntax) for ``node`` over canonical JSON string-body text."""
-    return _render(node, cset)[0]
+    """The regex (tether/Python syntax) for ``node`` over canonical JSON string-body text.
+
+    Remembered per node object (nodes are immutable; the entry holds the node, so its id
+    is not reused while it is kept): the languages of formats and patterns are memoized
+    nodes, written again for every string that uses them."""
+    if cset is not render_cset:
+        return _render(node, cset)[0]
+    found = _RENDERED.get(id(node))
+    if found is not None and found[0] is node:
+        return found[1]
+    text = _render(node, cset)[0]
+    if len(_RENDERED) >= _MEMO_MAX:
+        _RENDERED.clear()
+    _RENDERED[id(node)] = (node, text)
+    return text
+
+
+# id(node) -> (node, ``render(node)``)
+_RENDERED: dict[int, tuple[Node, str]] = {}
 
 
 def _plain_cset(ranges: Ranges) -> str:
