@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from fractions import Fraction
+from itertools import repeat
 from typing import Any, Literal
 
 from tether.errors import LimitError, SchemaError, UnsupportedSchemaError, limited
@@ -176,6 +177,9 @@ def _float_text(x: float) -> str:
     if x in (math.inf, -math.inf):
         return "Infinity" if x > 0 else "-Infinity"
     return float.__repr__(x)
+
+
+_ITEM: Any = object()  # _structure: the key of an array's item (none)
 
 
 def _scalar_structure(v: Any) -> Any:
@@ -397,36 +401,29 @@ class Context:
         # ``_scalar_structure`` tags them); other values are named by a call
         if isinstance(value, dict):
             parts = ["o"]
-            for k, x in value.items():
-                if type(k) is not str:
-                    k = _key_text(k)
-                    if k is None:
-                        return None
-                t = type(x)
-                if t is not str:
-                    if t is bool or x is None:
-                        x = ("c", x)
-                    elif t is int:
-                        x = ("i", int.__repr__(x))
-                    else:
-                        x = self._structure(x, depth + 1)
-                        if x is None:
-                            return None
-                parts += (k, x)
+            items: Iterable[tuple[Any, Any]] = value.items()
         else:
             parts = ["a"]
-            for x in value:
-                t = type(x)
-                if t is not str:
-                    if t is bool or x is None:
-                        x = ("c", x)
-                    elif t is int:
-                        x = ("i", int.__repr__(x))
-                    else:
-                        x = self._structure(x, depth + 1)
-                        if x is None:
-                            return None
+            items = zip(repeat(_ITEM), value)  # an array's items: no key
+        for k, x in items:
+            if k is not _ITEM and type(k) is not str:
+                k = _key_text(k)
+                if k is None:
+                    return None
+            t = type(x)
+            if t is not str:
+                if t is bool or x is None:
+                    x = ("c", x)
+                elif t is int:
+                    x = ("i", int.__repr__(x))
+                else:
+                    x = self._structure(x, depth + 1)
+                    if x is None:
+                        return None
+            if k is _ITEM:
                 parts.append(x)
+            else:
+                parts += (k, x)
         found = memo[id(value)] = self._structures.setdefault(tuple(parts), len(self._structures))
         return found
 
