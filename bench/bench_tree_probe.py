@@ -61,7 +61,8 @@ def main() -> int:
     ap.add_argument("what", choices=["compile", "mask", "whole"])
     ap.add_argument("tree", help="a checkout of tether (its bench/peers_tether.py is loaded)")
     ap.add_argument("--json", help="compile: write the per-schema times here")
-    ap.add_argument("--profile", help="compile: write a cProfile of compile + first mask here")
+    ap.add_argument("--profile", help="compile: write a cProfile of compile + first mask here; "
+                    "whole: of the tasks run")
     ap.add_argument("--only", help="whole: schemas whose id contains one of these comma-separated words")
     ap.add_argument("--digest", action="store_true", help="whole: hash every mask (slower loops)")
     args = ap.parse_args()
@@ -74,7 +75,7 @@ def main() -> int:
     vocab = pb.Vocab(need_tokenizer=args.what in ("mask", "whole"))
     adapter = pb.ADAPTERS["tether"](vocab)
     if args.what == "whole":
-        return whole(pb, adapter, vocab, tree, args.only, args.digest)
+        return whole(pb, adapter, vocab, tree, args.only, args.digest, args.profile)
     if args.what == "mask":
         tasks = pb.schema_tasks(vocab, pb.sample_schemas(6, 0), 1, 2000)
         times: list[float] = []
@@ -113,7 +114,7 @@ def main() -> int:
     return 0
 
 
-def whole(pb, adapter, vocab, tree: str, only: str | None, digest: bool) -> int:  # noqa: ANN001 -- the harness module and its objects
+def whole(pb, adapter, vocab, tree: str, only: str | None, digest: bool, profile_to: str | None = None) -> int:  # noqa: ANN001 -- the harness module and its objects
     """The ``whole`` mode (see the module docstring)."""
     tasks = pb.schema_tasks(vocab, pb.sample_schemas(30, 0), 1, 2000)
     if only:
@@ -125,8 +126,11 @@ def whole(pb, adapter, vocab, tree: str, only: str | None, digest: bool) -> int:
     moves: list[float] = []
     per: list[tuple[float, str]] = []
     compile_ms = loop_ms = 0.0
+    profile = cProfile.Profile() if profile_to else None
     c0, w0 = time.process_time(), time.perf_counter()
     try:
+        if profile:
+            profile.enable()
         for task in tasks:
             if digest:
                 task["record_masks"] = True
@@ -143,6 +147,9 @@ def whole(pb, adapter, vocab, tree: str, only: str | None, digest: bool) -> int:
                 moves += i["advance_us"]
                 h.update("".join(i.get("mask_digests", [])).encode())
     finally:
+        if profile:
+            profile.disable()
+            profile.dump_stats(profile_to)
         gc.collect = collect
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     masks.sort()

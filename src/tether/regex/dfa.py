@@ -179,10 +179,11 @@ class LexerDfa:
         key = None if allowed is None else frozenset(allowed)
         sid = self._start_cache.get(key)
         if sid is None:
-            ids = range(len(self.nodes)) if key is None else sorted(key)
+            n = len(self.nodes)
+            ids = range(n) if key is None else sorted(key)
             for t in ids:
-                if not 0 <= t < len(self.nodes):
-                    raise IndexError(f"terminal id {t} out of range 0..{len(self.nodes) - 1}")
+                if not 0 <= t < n:
+                    raise IndexError(f"terminal id {t} out of range 0..{n - 1}")
             sid = self._state_id(self._prune((t, self.nodes[t]) for t in ids))
             self._start_cache[key] = sid
         return sid
@@ -481,9 +482,10 @@ class LexerDfa:
         lexeme needs only where it ends: each state between would be a new row, and each
         row's first class a derivative of every live terminal).
 
-        Follows filled entries of the table, then derives the pairs byte by byte (through
-        each node's class of the byte, the derivatives every row fill caches); the pairs
-        left are exactly those of the state the table would reach.
+        Follows filled entries of the table, then derives the pairs byte by byte, by the
+        byte itself (a new node's byte classes are not computed for one byte: the
+        derivative is the same node, cached under that byte); the pairs left are exactly
+        those of the state the table would reach.
 
         Raises:
             RegexLimitError: if the state reached would exceed ``max_states``.
@@ -504,7 +506,7 @@ class LexerDfa:
             return s
         pairs = self._states[s]
         for b in data[i:]:
-            nxt = self._live_derivatives([(t, n, _class_rep(n, b)) for t, n in pairs])
+            nxt = self._live_derivatives([(t, n, b) for t, n in pairs])
             if not nxt:
                 return DEAD
             pairs = tuple(nxt)
@@ -687,12 +689,6 @@ def _node_index(n: Node) -> bytes:
     if index is None:
         index = n._index = _class_index(n._classes or ())  # set by _prepare
     return index
-
-
-def _class_rep(n: Node, b: int) -> int:
-    """The lowest byte of ``n``'s class of byte ``b`` (the key of its cached derivative)."""
-    index = _node_index(n)  # first: it may set n._reps
-    return n._reps[index[b]]
 
 
 def _class_index(classes: tuple[int, ...]) -> bytes:
