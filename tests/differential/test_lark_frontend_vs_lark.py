@@ -106,10 +106,31 @@ def test_front_end_reads_lark_like_lark(text: str, samples: list[str]) -> None:
     except lark.exceptions.LarkError:
         return  # e.g. lark refuses an empty-matching terminal; not what is tested here
     g = Grammar.from_lark(text)
+    # lark matches a terminal with its Python regex, whose alternation is ordered: its
+    # lexer then offers the first branch's match and the prefixes of it, never a longer
+    # lexeme a later branch makes (``T0: "1" ("1" | "a".."a"*)`` is ``1(?:(?:[a-a])*|1)``,
+    # and "11" is never a T0 lexeme there). Where a terminal holds an alternation, lark's
+    # rejection is therefore not a verdict on the grammar; its acceptance still is.
+    ordered = any("|" in t.pattern.to_regexp() for t in oracle.terminals)
     for s in samples:
         want = _lark_accepts(oracle, s)
-        if want is not None:
-            assert cf_accepts(g, s) == want, (text, s)
+        if want is None:
+            continue
+        got = cf_accepts(g, s)
+        if got and not want and ordered:
+            continue  # maybe a lexeme lark's ordered alternation cannot produce
+        assert got == want, (text, s)
+
+
+def test_lark_misses_a_lexeme_behind_an_ordered_alternation() -> None:
+    """The case the rule above skips, pinned: tether reads the terminal as its language
+    (``"11"`` is a ``T0``), lark's regex finds only ``"1"``."""
+    text = 'start: /a+/ T0\nT0: "1" ("1" | "a".."a"*) "a"*'
+    oracle = lark.Lark(text, parser="earley", lexer="dynamic_complete")
+    g = Grammar.from_lark(text)
+    assert _lark_accepts(oracle, "a1") is True and cf_accepts(g, "a1")
+    assert _lark_accepts(oracle, "a11") is False
+    assert cf_accepts(g, "a11")
 
 
 COMMON = ["INT", "SIGNED_INT", "DECIMAL", "FLOAT", "SIGNED_FLOAT", "NUMBER", "SIGNED_NUMBER",
