@@ -209,6 +209,7 @@ class CompiledConstraint:
         ls, node, at_start = key
         out = walk.mask
         self.stats["slow_steps"] += walk.misses
+        self.steps.rows.ahead = True  # from the second mask on, rows are filled ahead
         if self.is_accepting_at(ls, node, at_start, parser):
             for w, bit in self.vindex.eos_bits:
                 out[w] = out.item(w) | bit
