@@ -24,7 +24,7 @@ Cost: linear in the size of the document; ``check_deadline`` every 4,096 values.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tether.errors import LimitError, SchemaError, limited
@@ -104,6 +104,29 @@ def _plain_size(x: Any) -> int:
     if t is bool or x is None or (t is int and x.bit_length() <= _MAX_INT_BITS):
         return 1
     return -1
+
+
+def _members(items: Iterable[tuple[Any, Any]], p: Ptr, depth: int, deep: bool, keys: bool
+             ) -> tuple[int, Next]:
+    """A plain JSON container's ``(key or index, value)`` pairs at ``depth``: the size of
+    the plain values, checked and counted here (and each key checked, with ``keys``: an
+    object's), and the entries left to walk, in order (every value when ``deep``: the
+    container is at the depth limit, which popping a child reports)."""
+    size = 0
+    later: Next = []
+    for k, x in items:
+        if keys and (type(k) is not str or not k.isascii()):
+            _key(k, p)
+        n = -1 if deep else _plain_size(x)
+        if n < 0:
+            later.append((x, (p, k), depth + 1, False))
+        elif n:
+            size += n
+        else:
+            if not x.isascii():
+                _text(x, _ptr(p, k))
+            size += 1 + len(x)
+    return size, later
 
 
 def _key(k: Any, p: str) -> None:
@@ -332,19 +355,8 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
         if isinstance(v, dict):
             size += len(v)
             if not is_schema:
-                later: list[tuple[Any, Ptr, int, bool]] = []
-                for k, x in v.items():
-                    if type(k) is not str or not k.isascii():
-                        _key(k, p)
-                    n = _plain_size(x) if depth < max_depth else -1
-                    if n < 0:
-                        later.append((x, (p, k), depth + 1, False))
-                    elif n:
-                        size += n
-                    else:
-                        if not x.isascii():
-                            _text(x, _ptr(p, k))
-                        size += 1 + len(x)
+                n, later = _members(v.items(), p, depth, depth >= max_depth, True)
+                size += n
                 stack.extend(reversed(later))
             else:
                 if checked is not None:
@@ -375,21 +387,9 @@ def check_document(schema: Any, limits: Limits, pointer: str = "#",
                     stack.append((x, q, depth + levels, sch))
         elif isinstance(v, list):
             size += len(v)
-            if depth < max_depth:
-                later = []
-                for i, x in enumerate(v):
-                    n = _plain_size(x)
-                    if n < 0:
-                        later.append((x, (p, i), depth + 1, False))
-                    elif n:
-                        size += n
-                    else:
-                        if not x.isascii():
-                            _text(x, _ptr(p, i))
-                        size += 1 + len(x)
-                stack.extend(reversed(later))
-            else:
-                stack.extend((v[i], (p, i), depth + 1, False) for i in range(len(v) - 1, -1, -1))
+            n, later = _members(enumerate(v), p, depth, depth >= max_depth, False)
+            size += n
+            stack.extend(reversed(later))
         elif isinstance(v, str):
             size += len(v)
             if not v.isascii():
