@@ -72,12 +72,6 @@ def lexeme_node(terminal: Terminal) -> Node:
     """``terminal_node`` without the empty string (what one lexeme can be)."""
     from tether import regex as rx
 
-    lit = terminal.literal
-    if lit and terminal.node is None and not (terminal.ignore_case or terminal.stop
-                                              or terminal.max_len is not None):
-        # a plain literal (a schema's keys and enum values): its bytes, the node
-        # ``terminal_node`` builds, without its two caches keyed by the whole terminal
-        return rx.literal(lit)
     node = terminal_node(terminal)
     if node.nullable:
         node = rx.intersect(node, rx.complement(rx.EPSILON))
