@@ -112,7 +112,8 @@ class TetherAdapter(EngineAdapter):
         return f"0.1.0+{rev}"
 
     def settings(self) -> str:
-        return ("tether.engine.compile(grammar, Vocabulary.from_bytes(shared vocab)); slices on; "
+        return ("tether.engine.CompiledConstraint(grammar, Vocabulary.from_bytes(shared vocab)), one per "
+                "task (no process-wide compile cache); slices on; "
                 f"mask cache on; JSON Schema options {self.json_options}")
 
     def compile(self, spec: GrammarSpec) -> Matcher:
@@ -124,7 +125,11 @@ class TetherAdapter(EngineAdapter):
             g = json_grammar()
         else:
             raise Unsupported(spec.kind)
-        cc = self.te.compile(g, self.tv)
+        # a constraint of its own, as every peer compiles one per task: ``te.compile``'s
+        # process-wide cache would answer a repeated schema from memory, and its eviction
+        # (the oldest constraint, with its rows and masks, freed) would land inside the
+        # timed compile of an unrelated schema
+        cc = self.te.CompiledConstraint(g, self.tv)
         return _TetherMatcher(cc.matcher())
 
 
