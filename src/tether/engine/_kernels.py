@@ -235,15 +235,15 @@ def row_min(table, state, cols):  # type: ignore[no-untyped-def]
 @nb.njit(cache=True, nogil=True)
 def row_targets(table, state, cols, nexts, out):  # type: ignore[no-untyped-def]
     """``row_min`` of ``cols`` if it is UNKNOWN or DEAD; else the distinct values of
-    ``table[state, cols[i]] * 8 + nexts[i]`` (a next lexer state and a UTF-8 decoder
-    state, ``walk.containment_depth``'s pairs) written to ``out`` (as long as
+    ``table[state, cols[i]] * 16 + nexts[i]`` (a next lexer state and a UTF-8 decoder
+    state, below 16: ``walk.containment_depth``'s pairs) written to ``out`` (as long as
     ``cols``) in increasing order, and their number."""
     m = row_min(table, state, cols)
     if m < 0:
         return m
     k = 0
     for i in range(cols.shape[0]):
-        key = np.int64(table[state, cols[i]]) * 8 + nexts[i]
+        key = np.int64(table[state, cols[i]]) * 16 + nexts[i]
         j = k
         while j > 0 and out[j - 1] > key:
             j -= 1

@@ -1,9 +1,9 @@
 """Per-vocabulary token index: the trie split into *slices* (seed 004).
 
 A slice is the set of tokens whose bytes are a UTF-8 prefix of a string of "text"
-characters — every character but ``"``, ``\\``, the C0 controls and DEL, the
-characters a JSON string must escape — grouped by byte length (default buckets
-``1-8``, ``9-16``, ``17+``). Every other token is in the *rest*. Each part gets its
+characters — every character but ``"``, ``\\``, the C0 controls and DEL (the
+characters a JSON string must escape) and U+2028 / U+2029 (which an ECMA ``.``
+refuses) — grouped by byte length (default buckets ``1-8``, ``9-16``, ``17+``). Every other token is in the *rest*. Each part gets its
 own TokenTrie and each slice its precomputed mask.
 
 When the lexer sits in a state from which *every* string of text characters of up to
@@ -30,24 +30,29 @@ from numpy.typing import NDArray
 
 from tether.errors import ConstraintError
 from tether.regex import ANY_CHAR
-from tether.regex.ast import byte_set, complement, intersect
+from tether.regex.ast import alt, byte_set, complement, intersect, literal
 from tether.tokens import trie_cache
 from tether.tokens.bitmask import allocate_mask
 from tether.tokens.trie import SortedTokens, TokenTrie
 from tether.tokens.vocabulary import Vocabulary
 
 DEFAULT_BUCKETS: tuple[int, ...] = (*range(1, 17), 20, 24, 32, 40, 44)
-_INDEX_FORMAT = "vocab-index-1"  # part of the on-disk cache key: bump when the parts change
+_INDEX_FORMAT = "vocab-index-2"  # part of the on-disk cache key: bump when the parts change
 INF = 1 << 30
 
 # UTF-8 decoder states: 0 = between characters; others = inside a character.
 # _UTF8[state] = (lo, hi, next) ranges of allowed bytes (RFC 3629, no surrogates).
-_B, _N1, _N2, _N3, _E0, _ED, _F0, _F4 = range(8)
-UTF8_BETWEEN = _B  # the decoder state between characters (``walk.containment_depth``'s start)
+# Text leaves out U+2028 and U+2029 as well (E2 80 A8, E2 80 A9: _E2, _E2_80): an ECMA
+# regex's ``.`` refuses them (line terminators), and a JSON Schema ``pattern`` is ECMA, so
+# with them in the alphabet a string such as ``"pattern": "^.+$"`` keeps no text of three
+# bytes alive for sure, its slices are never taken whole and every mask in it walks the
+# whole trie (about 5 ms). Tokens holding them (a handful) are in the rest, walked.
+_B, _N1, _N2, _N3, _E0, _ED, _F0, _F4, _E2, _E2_80 = range(10)
+UTF8_BETWEEN = _B  # the decoder state between characters (``walk.containment_depth``'s start)  # (below 16: see ``_kernels.row_targets``)
 _UTF8: list[list[tuple[int, int, int]]] = [
     [(0x20, 0x21, _B), (0x23, 0x5B, _B), (0x5D, 0x7E, _B), (0xC2, 0xDF, _N1), (0xE0, 0xE0, _E0),
-     (0xE1, 0xEC, _N2), (0xED, 0xED, _ED), (0xEE, 0xEF, _N2), (0xF0, 0xF0, _F0),
-     (0xF1, 0xF3, _N3), (0xF4, 0xF4, _F4)],
+     (0xE1, 0xE1, _N2), (0xE2, 0xE2, _E2), (0xE3, 0xEC, _N2), (0xED, 0xED, _ED),
+     (0xEE, 0xEF, _N2), (0xF0, 0xF0, _F0), (0xF1, 0xF3, _N3), (0xF4, 0xF4, _F4)],
     [(0x80, 0xBF, _B)],
     [(0x80, 0xBF, _N1)],
     [(0x80, 0xBF, _N2)],
@@ -55,6 +60,8 @@ _UTF8: list[list[tuple[int, int, int]]] = [
     [(0x80, 0x9F, _N1)],
     [(0x90, 0xBF, _N2)],
     [(0x80, 0x8F, _N2)],
+    [(0x80, 0x80, _E2_80), (0x81, 0xBF, _N1)],
+    [(0x80, 0xA7, _B), (0xAA, 0xBF, _B)],
 ]
 # per decoder state: (bytes array, next-state array); UTF8_NEED: those bytes as a 256-bit int
 UTF8_MOVES: list[tuple[NDArray[np.intp], NDArray[np.intp]]] = []
@@ -76,7 +83,8 @@ UTF8_NEED = [sum(1 << int(b) for b in bs) for bs, _ in UTF8_MOVES]
 ASCII_TEXT = np.asarray([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], np.intp)
 ASCII_TEXT_BYTES = sum(1 << int(b) for b in ASCII_TEXT)
 # the same alphabet as a regex: one text character (what ``_UTF8`` reads from state 0)
-TEXT_CHAR = intersect(ANY_CHAR, complement(byte_set(range(0x20), 0x22, 0x5C, 0x7F)))
+TEXT_CHAR = intersect(ANY_CHAR, complement(byte_set(range(0x20), 0x22, 0x5C, 0x7F)),
+                      complement(alt(literal("\u2028"), literal("\u2029"))))
 
 
 def is_text_prefix(data: bytes) -> bool:

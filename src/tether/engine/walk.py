@@ -186,10 +186,10 @@ def containment_depth(table_of: Callable[[], NDArray[np.int32]],
             if n < 0:
                 return depth
             keys = out[:n].tolist()
-            if ends is not None and any(ends(key >> 3) for key in keys):
+            if ends is not None and any(ends(key >> 4) for key in keys):
                 return depth
             for key in keys:
-                pair = (key >> 3, key & 7)
+                pair = (key >> 4, key & 15)  # (``row_targets``' packing)
                 if pair not in seen:
                     seen.add(pair)
                     nxt.append(pair)

@@ -44,9 +44,15 @@ def test_row_min_and_targets_agree_with_numpy(table: np.ndarray, data: st.DataOb
         if vals.min() < 0:
             assert n == vals.min()
         else:
-            want = np.unique(vals.astype(np.int64) * 8 + nexts)
+            want = np.unique(vals.astype(np.int64) * 16 + nexts)
             assert n == len(want)
             assert out[:n].tolist() == want.tolist()
+
+
+def test_decoder_states_fit_the_packing() -> None:
+    """``row_targets`` packs a UTF-8 decoder state in the low 4 bits of a pair."""
+    assert all(nx < 16 for nexts in (n for _, n in UTF8_MOVES) for nx in nexts.tolist())
+    assert len(UTF8_MOVES) <= 16
 
 
 @st.composite

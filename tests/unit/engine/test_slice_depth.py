@@ -37,6 +37,8 @@ SCHEMAS = {
     "unanchored_pattern": {"type": "string",
                            "pattern": "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"},
     "words": {"type": "string", "pattern": "^(?:\\S+\\s+){0,3}\\S+$", "maxLength": 40},
+    # an ECMA ``.`` refuses U+2028 / U+2029, which text (the slices' alphabet) leaves out
+    "ecma_dot": {"type": "string", "pattern": "^.+$"},
 }
 ALPHABET = b'abcdefmnxyzAZ019_-: {}",!#\\'
 
@@ -44,7 +46,8 @@ ALPHABET = b'abcdefmnxyzAZ019_-: {}",!#\\'
 def vocabulary(rng: random.Random, n: int = 1500) -> Vocabulary:
     words = {bytes([b]) for b in range(0x20, 0x7F)}
     pieces = [b"name", b"name_", b"_en", b"-US", b"id", b'"', b'":', b'": ', b"2024", b"-05",
-              b"true", b"false", b", ", b"{", b"}", b'{"', b'"}', b"!", b"##"]
+              b"true", b"false", b", ", b"{", b"}", b'{"', b'"}', b"!", b"##",
+              *(x.encode() for x in ("\u2028", "a\u2029", "\u2027b", "\u2030", "\u2000", "é", "\u20ac"))]
     words.update(pieces)
     while len(words) < n:
         k = rng.randint(2, 12)
@@ -101,6 +104,18 @@ def test_depth_shortcuts_claim_inf() -> None:
     with pytest.raises(_Searched):
         engine_walk._node_depth(_NoSearch(), 0, rx.intersect(every, rx.complement(rx.parse("[ -~]+"))),
                                 48, cache)  # type: ignore[arg-type]
+
+
+def test_ecma_dot_string_takes_slices_whole() -> None:
+    """Inside a string whose ``pattern`` is ECMA ``^.+$`` (no line terminator), every
+    text string keeps the lexeme alive: text leaves out U+2028 and U+2029, so the depth
+    is ``INF`` and the string's masks take the slices whole instead of walking the trie."""
+    vocab = vocabulary(random.Random(0))
+    cc = compile(Grammar.from_json_schema(SCHEMAS["ecma_dot"], whitespace="flexible"), vocab)
+    m = cc.matcher()
+    assert m.consume_bytes(b'"ab')
+    depth = engine_walk.lexeme_depth(cc.steps, m._ls, 48, {})
+    assert depth >= engine_walk.INF
 
 
 def test_spared_bytes() -> None:
