@@ -178,6 +178,37 @@ def test_long_sequence_of_new_nodes_keeps_few_parsers() -> None:
     assert out[0] & 1 and not out[0] & 0b111110
     kept = sum(p is not None for p in cc.steps._node_parser)
     assert len(cc.steps._node_parser) > n // 2 and kept < n // 20
+    assert len(cc.steps._recent) <= 32  # the copies of new deep nodes are bounded too
+
+
+def test_deep_nodes_no_longer_recent_are_rebuilt_from_kept_ancestors() -> None:
+    # a decode of "a"s leaves the transitions by "b" unknown at every position; a second
+    # decode by "b"s needs them from nodes of the first no longer among the recent copies
+    n = 400
+    toks = [b"", b"a", b"b", b"ab"]
+    vocab = Vocabulary.from_bytes(toks, eos_ids=[0])
+    cc = engine_compile(Grammar.from_lark(f'start: x{{{n}}}\nx: "a" | "b"'), vocab)
+    first = cc.matcher()
+    for _ in range(n):
+        assert first.consume(1)
+    assert first.is_accepting()
+    rebuilt = []
+    parser_at = cc.steps.parser_at
+
+    def counted(node: int) -> object:
+        rebuilt.append(node)
+        return parser_at(node)
+
+    cc.steps.parser_at = counted  # type: ignore[method-assign]
+    second = cc.matcher()
+    out = np.zeros(cc.n_words, np.uint32)
+    for done in range(n):
+        second.compute_mask(out)
+        allowed = {t for t in range(len(toks)) if out[t >> 5] >> (t & 31) & 1}
+        assert allowed == ({1, 2, 3} if n - done >= 2 else {1, 2}), done
+        assert second.consume(2)
+    assert second.is_accepting()
+    assert len(rebuilt) > n // 2  # the path under test: deep nodes, rebuilt
 
 
 def test_earley_limit_at_decode_time_is_a_sticky_error_not_an_exception(vocab: Vocabulary) -> None:
