@@ -259,6 +259,37 @@ def test_a_cold_batch_walks_its_rows_together(threads: int) -> None:
     assert rounds and rounds[0] > 1  # the first round walks several rows at once
 
 
+@pytest.mark.parametrize("tick", [1e-6, 1.0])
+def test_a_round_of_short_kernels_runs_the_next_on_the_calling_thread(tick: float) -> None:
+    """Rounds whose kernels took less than ``_ROUND_MIN_S`` in all are followed by a round
+    on the calling thread alone (handing walks to workers costs more than they save);
+    longer ones keep the threads. The clock is a fake one: each reading ``tick`` later."""
+    pairs = [(_compile(g, n), _compile(g, n)) for _name, g, n in _constraints()[:3]]
+    refs = [ref.matcher() for ref, _ in pairs for _ in range(4)]
+    bats = [bat.matcher() for _, bat in pairs for _ in range(4)]
+    want = np.zeros((len(refs), WORDS), np.uint32)
+    for j, m in enumerate(refs):
+        m.compute_mask(want[j])
+
+    class Clock:
+        now = 0.0
+
+        def perf_counter(self) -> float:
+            self.now += tick
+            return self.now
+
+    shares: list[int] = []
+    real = batch._advance
+    got = np.full_like(want, 0xDEADBEEF)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(batch, "time", Clock())
+        mp.setattr(batch, "_advance", lambda walks, n: shares.append(n) or real(walks, n))
+        compute_masks(bats, got, threads=2)
+    assert np.array_equal(got, want)
+    assert len(shares) > 1 and shares[0] == 2
+    assert set(shares[1:]) == ({1} if tick * 2 < batch._ROUND_MIN_S else {2})
+
+
 def test_threads_sharing_one_constraint_get_the_loops_masks() -> None:
     """Four threads decode under one new constraint at once (two mask by ``compute_mask``,
     two by ``compute_masks`` on 2 threads), with a tiny switch interval so that their
