@@ -3,8 +3,9 @@
 A slice is the set of tokens whose bytes are a UTF-8 prefix of a string of "text"
 characters — every character but ``"``, ``\\``, the C0 controls and DEL (the
 characters a JSON string must escape) and U+2028 / U+2029 (which an ECMA ``.``
-refuses) — grouped by byte length (default buckets ``1-8``, ``9-16``, ``17+``). Every other token is in the *rest*. Each part gets its
-own TokenTrie and each slice its precomputed mask.
+refuses) — grouped by byte length (default buckets ``1-8``, ``9-16``, ``17+``). Every
+other token is in the *rest*. Each part gets its own TokenTrie and each slice its
+precomputed mask.
 
 When the lexer sits in a state from which *every* string of text characters of up to
 ``k`` bytes (whole characters, or a cut-off last character) keeps the lexeme alive —
@@ -47,8 +48,9 @@ INF = 1 << 30
 # with them in the alphabet a string such as ``"pattern": "^.+$"`` keeps no text of three
 # bytes alive for sure, its slices are never taken whole and every mask in it walks the
 # whole trie (about 5 ms). Tokens holding them (a handful) are in the rest, walked.
+# (At most 16 states: ``_kernels.row_targets`` packs one in 4 bits.)
 _B, _N1, _N2, _N3, _E0, _ED, _F0, _F4, _E2, _E2_80 = range(10)
-UTF8_BETWEEN = _B  # the decoder state between characters (``walk.containment_depth``'s start)  # (below 16: see ``_kernels.row_targets``)
+UTF8_BETWEEN = _B  # the decoder state between characters (``walk.containment_depth``'s start)
 _UTF8: list[list[tuple[int, int, int]]] = [
     [(0x20, 0x21, _B), (0x23, 0x5B, _B), (0x5D, 0x7E, _B), (0xC2, 0xDF, _N1), (0xE0, 0xE0, _E0),
      (0xE1, 0xE1, _N2), (0xE2, 0xE2, _E2), (0xE3, 0xEC, _N2), (0xED, 0xED, _ED),

@@ -239,12 +239,11 @@ class StepTables:
         self.node_allowed.append(allowed)
         rows = parser.n_rows
         keep = origin[0] < 0 or rows <= _SHALLOW_ROWS or rows % _CHECKPOINT == 0
-        self._node_parser.append(parser.copy() if keep else None)
-        if not keep:
-            recent = self._recent
-            recent[n] = parser.copy()
-            if len(recent) > _RECENT:
-                recent.popitem(last=False)
+        if keep:
+            self._node_parser.append(parser.copy())
+        else:
+            self._node_parser.append(None)
+            self._remember(n, parser.copy())
         self._node_from.append(origin)
         if self.trans.shape[0] <= n:
             self.trans = _grow(self.trans, n + 1, UNKNOWN)
@@ -279,10 +278,15 @@ class StepTables:
         for a in reversed(path):
             if not self.push_lexeme(base, a):  # pragma: no cover - the tables said it scans
                 raise AssertionError("a node's origin lexeme no longer scans")
-        self._recent[node] = base.copy()
-        if len(self._recent) > _RECENT:
-            self._recent.popitem(last=False)
+        self._remember(node, base.copy())
         return base
+
+    def _remember(self, node: int, parser: Any) -> None:
+        """Keep ``parser`` (a copy no one else holds) as ``node``'s among the recent ones."""
+        recent = self._recent
+        recent[node] = parser
+        if len(recent) > _RECENT:
+            recent.popitem(last=False)
 
     def transition(self, node: int, a: int, parser: Callable[[], Any] | None = None) -> int:
         """``trans[node, a]``, computing it if unknown with ``parser()`` (a parser at
