@@ -33,8 +33,11 @@ from tether.engine.slices import DEFAULT_BUCKETS, INF, VocabIndex, vocab_index
 from tether.engine.tables import UNKNOWN, StepTables
 from tether.engine.walk import Stacks, Walk, new_stacks, start_walk
 from tether.errors import ConstraintError, TetherError
+from tether.grammar import ir
 from tether.grammar.ir import Grammar
 from tether.limits import check_deadline, deadline
+from tether.parser import terminals
+from tether.regex import interning
 from tether.tokens.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
@@ -42,6 +45,11 @@ if TYPE_CHECKING:
 
 _COMPILED: OrderedDict[Any, CompiledConstraint] = OrderedDict()
 _COMPILED_LIMIT = 64
+
+# the grammar's and the parser's memos of terminal nodes: their modules load the regex
+# layer only when used, so it is told of them here (``CompiledConstraint`` trims it)
+interning.memo(ir.clear_node_caches)
+interning.memo(terminals.clear_node_caches)
 WALKED_ONCE_LIMIT = 1 << 16  # keys remembered as walked once (then forgotten, all at once)
 
 
@@ -66,6 +74,7 @@ class CompiledConstraint:
         from tether.parser.lexer import Lexer
         from tether.parser.tables import ParserTables
 
+        interning.trim_if_over()  # the regex layer's table, bounded across constraints
         self.grammar = grammar
         self.vocabulary = vocabulary
         self.tokenize = tokenize

@@ -36,7 +36,7 @@ from tether.engine.slices import (
     VocabIndex,
 )
 from tether.engine.tables import UNKNOWN, StepTables
-from tether.regex import is_subset
+from tether.regex import interning, is_subset
 from tether.regex.ast import (
     EMPTY,
     K_ALT,
@@ -234,6 +234,7 @@ def lexeme_depth(steps: StepTables, ls: int, limit: int, cache: dict[Any, int]) 
 
 
 _NODE_DEPTHS: dict[int, dict[Any, int]] = {}
+interning.memo(_NODE_DEPTHS.clear)
 _NODE_DEPTHS_LIMIT = 1 << 17  # entries per limit (a full memo is emptied)
 
 
@@ -300,6 +301,7 @@ def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, 
 
 
 _TAKES_TEXT: dict[Any, bool] = {}
+interning.memo(_TAKES_TEXT.clear)
 
 
 def _takes_any_text_char(c: Any) -> bool:
@@ -311,6 +313,7 @@ def _takes_any_text_char(c: Any) -> bool:
 
 
 _BYTES_USED: dict[Any, int] = {}
+interning.memo(_BYTES_USED.clear)
 
 
 def _spares_text_byte(nodes: list[Any]) -> bool:

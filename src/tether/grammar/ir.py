@@ -194,6 +194,13 @@ _TERMINAL_SETTERS = _setters(Terminal, "name", "regex", "literal", "flavor", "ig
                              "max_len", "expr", "node")
 
 
+def clear_node_caches() -> None:
+    """Empty the memos of terminal regex nodes (the regex layer's trim calls it, see
+    ``tether.regex.interning``)."""
+    _parse.cache_clear()
+    _terminal_node.cache_clear()
+
+
 @lru_cache(maxsize=8192)
 def _parse(pattern: str, flavor: Flavor, ignore_case: bool) -> Any:
     from tether import regex as rx

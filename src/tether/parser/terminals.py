@@ -47,6 +47,11 @@ def terminal_node(terminal: Terminal) -> Node:
     return node
 
 
+def clear_node_caches() -> None:
+    """Empty the memo of ``terminal_node`` (see ``tether.regex.interning``)."""
+    terminal_node.cache_clear()
+
+
 def matches_empty(terminal: Terminal) -> bool:
     """The terminal's language contains the empty string (read off a literal or a
     prebuilt node without building the terminal's node: ``node_is_cheap``)."""

@@ -22,6 +22,7 @@ expressions a program builds is bounded by its grammars).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -47,7 +48,7 @@ class Node:
 
     __slots__ = (
         "kind", "args", "nullable", "uid", "_deriv", "_firsts", "_first_bytes", "_buckets",
-        "flags", "_classes", "_reps", "_index", "_write",
+        "flags", "_classes", "_reps", "_index", "_write", "__weakref__",
     )
 
     def __init__(self, kind: int, args: tuple[Any, ...], nullable: bool, uid: int, flags: int) -> None:
@@ -104,14 +105,18 @@ F_BOOLEAN = 1
 F_COUNTED = 2  # contains a repeat x{lo,hi} with hi * min_length(x) >= COUNTED_MIN
 COUNTED_MIN = 32  # smaller counts are left to the states they make (``horizon``)
 
+# every node by (kind, args); ``interning.trim`` drops the nodes nothing else holds (the
+# table is changed in place, never replaced). uids come from a counter, not the table's
+# size, so that they stay unique after a trim
 _table: dict[tuple[int, tuple[Any, ...]], Node] = {}
+_uids = itertools.count()
 
 
 def _intern(kind: int, args: tuple[Any, ...], nullable: bool, flags: int = 0) -> Node:
     key = (kind, args)
     node = _table.get(key)
     if node is None:
-        node = Node(kind, args, nullable, len(_table), flags)
+        node = Node(kind, args, nullable, next(_uids), flags)
         _table[key] = node
     return node
 
@@ -180,7 +185,7 @@ def literal(data: bytes | str, rest: Node = EPSILON) -> Node:
         return rest
     # ``_concat2(byte node, result)`` inlined (a byte node is no star; it is not nullable
     # and has no flags): one dict probe per byte, the same interned nodes
-    table, byte_nodes = _table, _BYTE_NODES
+    table, byte_nodes, uids = _table, _BYTE_NODES, _uids
     if rest is EPSILON:
         result = byte_nodes[data[-1]]
         data = data[:-1]
@@ -191,7 +196,7 @@ def literal(data: bytes | str, rest: Node = EPSILON) -> Node:
         key = (K_CONCAT, (byte_nodes[b], result))
         node = table.get(key)
         if node is None:
-            node = table[key] = Node(K_CONCAT, key[1], False, len(table), flags)
+            node = table[key] = Node(K_CONCAT, key[1], False, next(uids), flags)
         result = node
     return result
 

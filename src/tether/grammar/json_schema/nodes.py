@@ -22,7 +22,7 @@ from typing import Any
 from tether import regex as rx
 from tether.errors import LimitError, RegexError
 from tether.grammar.ir import LazyNode, expr_node, set_operation
-from tether.regex import charset
+from tether.regex import charset, interning
 
 # text -> its node, or a function building it (built on first use: a lexeme the compiler
 # spells but does not keep costs nothing)
@@ -52,8 +52,25 @@ def recorded(text: str) -> rx.Node | None:
     return built
 
 
-known('"', rx.literal('"'))  # the quotes around a string body
-known("", rx.EPSILON)  # nothing (a key's text after it, when the colon is a lexeme of its own)
+
+
+def _record_fixed() -> None:
+    known('"', rx.literal('"'))  # the quotes around a string body
+    known("", rx.EPSILON)  # nothing (a key's text after it, when the colon is a lexeme of its own)
+
+
+_record_fixed()
+
+
+def clear_node_caches() -> None:
+    """Empty the records of regex texts' nodes (``known``), as a full record does, and
+    ``_expr_node``'s memo (see ``tether.regex.interning``)."""
+    _KNOWN.clear()
+    _record_fixed()
+    _expr_node.cache_clear()
+
+
+interning.memo(clear_node_caches)
 
 
 def joined(*texts: str) -> str:

@@ -1,0 +1,117 @@
+"""The regex layer's intern table stays bounded across constraints (``regex.interning``).
+
+A trim drops the nodes that only the table (and the memos it empties) holds: nodes still
+held stay interned (built again, the same object), uids stay unique, and a constraint
+compiled before a trim decodes and masks exactly as one compiled after it. Compiling many
+distinct constraints, each dropped after use, keeps the table near its limit instead of
+growing with every one.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import tether.engine as te
+from tether.engine.compiled import CompiledConstraint
+from tether.grammar import Grammar
+from tether.grammar.ir import T, Terminal
+from tether.regex import ast, interning, parse
+from tether.tokens.vocabulary import Vocabulary
+
+_TOKENS = ([bytes([b]) for b in range(32, 127)]
+           + [b"ab", b"abc", b"12", b"345", b"xyz", b'"', b'":', b"true", b"<eos>"])
+VOCAB = Vocabulary.from_bytes(_TOKENS, eos_ids=[len(_TOKENS) - 1])
+
+
+def _regex_grammar(pattern: str) -> Grammar:
+    g = Grammar(start="start")
+    g.add_terminal(Terminal("RX", regex=pattern))
+    g.add_rule("start", T("RX"))
+    return g
+
+
+def _pattern(rng: random.Random) -> str:
+    a, b = rng.randint(1, 30), rng.randint(31, 60)
+    word = "".join(rng.choice("abcxyz") for _ in range(rng.randint(2, 9)))
+    return f"(?:{word}|[0-9]{{{rng.randint(2, 12)}}})[a-z]{{{a},{b}}}(?:x|y|[0-9]+)*"
+
+
+def _decode(cc: CompiledConstraint, rng: random.Random, steps: int) -> list[bytes]:
+    """Masks along a random path of allowed tokens (as bytes, to compare)."""
+    m = cc.matcher()
+    out = np.zeros((VOCAB.size + 31) // 32, np.uint32)
+    masks = []
+    for _ in range(steps):
+        m.compute_mask(out)
+        masks.append(out.tobytes())
+        allowed = [t for t in range(VOCAB.size - 1) if out[t >> 5] >> (t & 31) & 1]
+        if not allowed:
+            break
+        assert m.consume(rng.choice(allowed)), m.error
+    return masks
+
+
+def test_held_nodes_stay_interned_and_unheld_ones_go() -> None:
+    held = parse("held-[a-f]{3,7}q")
+    parse("dropped-[g-k]{3,7}q")  # held by the regex layer's pattern memo only
+    before = interning.table_size()
+    uids_before = max(n.uid for n in ast._table.values())
+    kept = interning.trim()
+    assert kept == interning.table_size() < before
+    assert parse("held-[a-f]{3,7}q") is held  # rebuilt: the node still held
+    dropped = parse("dropped-[g-k]{3,7}q")
+    assert dropped.uid > uids_before  # built anew, with a fresh uid
+    uids = [n.uid for n in ast._table.values()]
+    assert len(set(uids)) == len(uids)
+    for key, n in ast._table.items():
+        assert key == (n.kind, n.args)
+
+
+def test_trim_below_the_threshold_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(interning, "TABLE_LIMIT", interning.table_size() + 1000)
+    monkeypatch.setattr(interning, "_trim_at", 0)
+    assert interning.trim_if_over() is None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_masks_are_the_same_across_a_trim(seed: int) -> None:
+    rng = random.Random(seed)
+    pattern = _pattern(rng)
+    path_seed = rng.randrange(1 << 30)
+    old = CompiledConstraint(_regex_grammar(pattern), VOCAB)
+    first = _decode(old, random.Random(path_seed), 12)  # some of its tables filled
+    interning.trim()
+    again = _decode(old, random.Random(path_seed), 40)  # the rest filled after the trim
+    fresh = _decode(CompiledConstraint(_regex_grammar(pattern), VOCAB), random.Random(path_seed), 40)
+    assert again[:len(first)] == first
+    assert again == fresh
+    assert len(fresh) > 1
+
+
+def test_compile_cache_survives_a_trim() -> None:
+    g = _regex_grammar("cache-[a-c]{2,40}(?:12|345)")
+    cc = te.compile(g, VOCAB)
+    before = _decode(cc, random.Random(5), 30)
+    interning.trim()
+    assert te.compile(g, VOCAB) is cc
+    assert _decode(cc, random.Random(5), 30) == before
+
+
+def test_table_stays_bounded_across_distinct_constraints(monkeypatch: pytest.MonkeyPatch) -> None:
+    headroom = 1000
+    monkeypatch.setattr(interning, "TABLE_LIMIT", 2 * headroom)
+    kept = interning.trim()  # what the process holds now: the next trim comes past kept + headroom
+    rng = random.Random(7)
+    made0 = next(ast._uids)
+    peak = 0
+    for _ in range(150):
+        cc = CompiledConstraint(_regex_grammar(_pattern(rng)), VOCAB)
+        _decode(cc, rng, 8)
+        peak = max(peak, interning.table_size())
+        del cc
+    made = next(ast._uids) - made0
+    assert made > 4 * headroom  # without trims the table would end that much larger
+    assert peak < kept + 2 * headroom  # a trim keeps the held nodes (one constraint's at most)
