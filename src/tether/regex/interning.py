@@ -64,7 +64,8 @@ def trim_if_over() -> int | None:
 def trim() -> int:
     """Empty the registered memos and drop every node only the table holds; return the
     nodes kept. Cost: a full garbage collection (derivative caches make cycles) and a
-    pass over the table, about a second per million nodes."""
+    pass over the table: 0.14 s for 61,000 nodes in a process of 380,000 objects (after
+    the 300 dev schemas of JSONSchemaBench), most of it the collection."""
     with _LOCK:
         return _trim()
 
