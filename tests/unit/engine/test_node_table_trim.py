@@ -10,6 +10,7 @@ growing with every one.
 from __future__ import annotations
 
 import random
+import threading
 
 import numpy as np
 import pytest
@@ -115,3 +116,33 @@ def test_table_stays_bounded_across_distinct_constraints(monkeypatch: pytest.Mon
     made = next(ast._uids) - made0
     assert made > 4 * headroom  # without trims the table would end that much larger
     assert peak < kept + 2 * headroom  # a trim keeps the held nodes (one constraint's at most)
+
+
+def test_threads_decode_alike_while_trims_happen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads compiling and decoding distinct constraints while the table is trimmed
+    under them (a small limit: a trim at almost every compile) get the masks a
+    sequential run gets: a trim drops no node in use, and a node duplicated meanwhile
+    changes no answer."""
+    rng = random.Random(13)
+    jobs = [(_pattern(rng), rng.randrange(1 << 30)) for _ in range(24)]
+    expected = {p: _decode(CompiledConstraint(_regex_grammar(p), VOCAB), random.Random(s), 20)
+                for p, s in jobs}
+    monkeypatch.setattr(interning, "TABLE_LIMIT", 2)
+    monkeypatch.setattr(interning, "_trim_at", 0)
+    got: dict[str, list[bytes]] = {}
+    errors: list[BaseException] = []
+
+    def work(part: list[tuple[str, int]]) -> None:
+        try:
+            for p, s in part:
+                got[p] = _decode(CompiledConstraint(_regex_grammar(p), VOCAB), random.Random(s), 20)
+        except BaseException as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(jobs[i::3],)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert got == expected
