@@ -5,7 +5,8 @@ classes, case folding) → ``escapes.py`` (character-level syntax per flavor) �
 (Python / ECMA-262 pattern → parse tree, ``tree.py``) → ``lowering.py`` (parse tree →
 node: anchors, lookarounds) → ``compile.py`` (``parse`` and ``search``, cached) →
 ``ast.py`` (interned nodes, simplification, ``derivative``, byte classes) → ``dfa.py``
-(``LexerDfa`` over a set of terminals, ``matches``, ``is_subset``).
+(``LexerDfa`` over a set of terminals, ``matches``, ``is_subset``); ``interning.py``
+keeps the table of interned nodes bounded across grammars.
 """
 
 from __future__ import annotations

@@ -65,7 +65,8 @@ def trim() -> int:
     """Empty the registered memos and drop every node only the table holds; return the
     nodes kept. Cost: a full garbage collection (derivative caches make cycles) and a
     pass over the table: 0.14 s for 61,000 nodes in a process of 380,000 objects (after
-    the 300 dev schemas of JSONSchemaBench), most of it the collection."""
+    the 300 dev schemas of JSONSchemaBench), 0.3 s at the limit
+    (``bench/bench_node_table.py``), most of it the collection."""
     with _LOCK:
         return _trim()
 
@@ -73,16 +74,22 @@ def trim() -> int:
 def _trim() -> int:
     global _trim_at
     table = ast._table
-    nodes = list(table.values())  # one C call: no other thread changes the table meanwhile
-    refs = [weakref.ref(n) for n in nodes]
-    del nodes
-    table.clear()
-    for clear in _MEMOS:
-        clear()
-    gc.collect()
-    for r in refs:
-        n = r()
-        if n is not None:
-            table.setdefault((n.kind, n.args), n)
+    enabled = gc.isenabled()
+    gc.disable()  # one collection, below: the weak references would start several
+    try:
+        nodes = list(table.values())  # one C call: no other thread changes the table meanwhile
+        refs = [weakref.ref(n) for n in nodes]
+        del nodes
+        table.clear()
+        for clear in _MEMOS:
+            clear()
+        gc.collect()
+        for r in refs:
+            n = r()
+            if n is not None:
+                table.setdefault((n.kind, n.args), n)
+    finally:
+        if enabled:
+            gc.enable()
     _trim_at = len(table) + TABLE_LIMIT // 2
     return len(table)
