@@ -8,20 +8,23 @@ without end, about half a kilobyte per node (the dev schemas of JSONSchemaBench 
 some 200 nodes each).
 
 ``trim_if_over``, called where a constraint is compiled, keeps the table bounded: past
-``TABLE_LIMIT`` nodes (or, if more, what the last trim kept and half the limit) it empties the memos
-that hold nodes (the regex layer's own, and those the layers above registered with
-``memo``), then keeps only the nodes something else still holds: the live constraints'
-lexers and grammars, and what their nodes reach. Interning stays exact for those (a node
-built again is the one kept). A node built by another thread while the table is being
-refilled may duplicate one kept: the same language under two identities, which costs a
-state or a walk more and changes no answer (threads may already race to intern a node).
+``TABLE_LIMIT`` nodes (or, if more, what the last trim kept and half the limit) it
+empties the memos that hold nodes (the regex layer's own, and those the layers above
+registered with ``memo``), then removes from the table the nodes nothing else holds,
+directly or through the nodes it holds (a mark and sweep by reference counts: the live
+constraints' lexers and grammars, and any node a thread has in hand, are kept with what
+they reach). A node in use never leaves the table, so interning stays exact for all of
+them, constants included. A thread that takes a node from the table between its count
+and its removal (it is building that very structure then) holds one the table no longer
+has: a second may be built later, the same language under two identities, which costs
+a state and changes no answer (threads racing to intern one node could already do so).
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
-import weakref
 from collections.abc import Callable
 
 from . import ast, dfa, lowering
@@ -63,33 +66,76 @@ def trim_if_over() -> int | None:
 
 def trim() -> int:
     """Empty the registered memos and drop every node only the table holds; return the
-    nodes kept. Cost: a full garbage collection (derivative caches make cycles) and a
-    pass over the table: 0.14 s for 61,000 nodes in a process of 380,000 objects (after
-    the 300 dev schemas of JSONSchemaBench), 0.3 s at the limit
-    (``bench/bench_node_table.py``), most of it the collection."""
+    nodes kept. Cost: two passes over the table and a full garbage collection (the nodes
+    removed hold each other): 0.23 s for 61,000 nodes in a process of 380,000 objects
+    (after the 300 dev schemas of JSONSchemaBench), 0.6-0.75 s at the limit
+    (``bench/bench_node_table.py``)."""
     with _LOCK:
         return _trim()
 
 
 def _trim() -> int:
+    """Mark and sweep over the table: a node is kept if something outside the table and
+    the other nodes holds it (its reference count exceeds what the table, the nodes'
+    children and derivative caches, and this function account for), or if a kept node
+    reaches it. Only the others are removed, so no node in use ever leaves the table: a
+    thread interning meanwhile finds every node it could be holding."""
     global _trim_at
     table = ast._table
+    for clear in _MEMOS:
+        clear()
     enabled = gc.isenabled()
-    gc.disable()  # one collection, below: the weak references would start several
+    gc.disable()  # no collection while references are counted
     try:
         nodes = list(table.values())  # one C call: no other thread changes the table meanwhile
-        refs = [weakref.ref(n) for n in nodes]
+        inner = _inner_references(nodes)
+        getrefcount = sys.getrefcount
+        # the table's value, ``nodes``, the loop's name and getrefcount's argument
+        roots = [n for n in nodes if getrefcount(n) - _OWN_REFS > inner.get(id(n), 0)]
+        del inner
+        keep = {id(n) for n in roots}
+        while roots:
+            for c in _children(roots.pop()):
+                if id(c) not in keep:
+                    keep.add(id(c))
+                    roots.append(c)
+        _sweep(table, nodes, keep)
         del nodes
-        table.clear()
-        for clear in _MEMOS:
-            clear()
-        gc.collect()
-        for r in refs:
-            n = r()
-            if n is not None:
-                table.setdefault((n.kind, n.args), n)
     finally:
         if enabled:
             gc.enable()
+    gc.collect()  # the nodes removed hold each other (derivative caches make cycles)
     _trim_at = len(table) + TABLE_LIMIT // 2
     return len(table)
+
+
+_OWN_REFS = 4
+
+
+def _inner_references(nodes: list[ast.Node]) -> dict[int, int]:
+    """id -> the references to it from the other nodes (a function of its own: no name
+    of it is left holding a node when it returns)."""
+    inner: dict[int, int] = {}
+    for n in nodes:
+        for c in _children(n):
+            inner[id(c)] = inner.get(id(c), 0) + 1
+    return inner
+
+
+def _sweep(table: dict[tuple[int, tuple[object, ...]], ast.Node], nodes: list[ast.Node],
+           keep: set[int]) -> None:
+    for n in nodes:
+        if id(n) not in keep:
+            key = (n.kind, n.args)
+            if table.get(key) is n:
+                del table[key]
+
+
+def _children(n: ast.Node) -> list[ast.Node]:
+    """The nodes ``n`` holds: its arguments, its cached derivatives, its buckets."""
+    out = [a for a in n.args if a.__class__ is ast.Node]
+    out += n._deriv.values()
+    if n._buckets is not None:
+        for _, members in n._buckets:
+            out += members
+    return out

@@ -121,8 +121,9 @@ def test_table_stays_bounded_across_distinct_constraints(monkeypatch: pytest.Mon
 def test_threads_decode_alike_while_trims_happen(monkeypatch: pytest.MonkeyPatch) -> None:
     """Threads compiling and decoding distinct constraints while the table is trimmed
     under them (a small limit: a trim at almost every compile) get the masks a
-    sequential run gets: a trim drops no node in use, and a node duplicated meanwhile
-    changes no answer."""
+    sequential run gets, and the nodes held across the trims stay the interned ones: a
+    trim removes no node in use (an earlier trim that emptied the table and refilled it
+    let a thread build a second copy of a node in use meanwhile)."""
     rng = random.Random(13)
     jobs = [(_pattern(rng), rng.randrange(1 << 30)) for _ in range(24)]
     expected = {p: _decode(CompiledConstraint(_regex_grammar(p), VOCAB), random.Random(s), 20)
@@ -139,6 +140,7 @@ def test_threads_decode_alike_while_trims_happen(monkeypatch: pytest.MonkeyPatch
         except BaseException as e:  # noqa: BLE001 -- reported below
             errors.append(e)
 
+    held = {p: parse(p) for p, _ in jobs[:4]}  # a trim keeps them: built again, the same
     threads = [threading.Thread(target=work, args=(jobs[i::3],)) for i in range(3)]
     for t in threads:
         t.start()
@@ -146,3 +148,7 @@ def test_threads_decode_alike_while_trims_happen(monkeypatch: pytest.MonkeyPatch
         t.join()
     assert not errors
     assert got == expected
+    for p, node in held.items():
+        interning._COMPILED.clear()  # parse again, not from the pattern memo
+        assert parse(p) is node
+    assert ast.literal(b"") is ast.EPSILON and ast.concat(ast.EPSILON, ast.EMPTY) is ast.EMPTY
