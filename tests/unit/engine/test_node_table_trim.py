@@ -152,3 +152,23 @@ def test_threads_decode_alike_while_trims_happen(monkeypatch: pytest.MonkeyPatch
         interning._COMPILED.clear()  # parse again, not from the pattern memo
         assert parse(p) is node
     assert ast.literal(b"") is ast.EPSILON and ast.concat(ast.EPSILON, ast.EMPTY) is ast.EMPTY
+
+
+def test_the_json_schema_records_survive_a_trim() -> None:
+    """A trim empties the JSON Schema compiler's records of texts' nodes (they hold
+    nodes) and the memos of the makers that record them, so a text made again is
+    recorded again; the records made at import stay."""
+    from tether.grammar.json_schema.nodes import recorded
+    from tether.grammar.json_schema.numbers import INTEGER, NUMBER
+    from tether.grammar.json_schema.string_keywords import ANY_BODY, length_body
+
+    body = length_body(3, 9)
+    assert recorded(body) is parse(body)
+    interning.trim()
+    for text in (INTEGER, NUMBER, ANY_BODY):
+        assert recorded(text) is parse(text)
+    again = length_body(3, 9)
+    assert again == body and recorded(again) is parse(again)
+    g = Grammar.from_json_schema({"type": "object", "properties": {"a": {"maxLength": 4}}},
+                                 whitespace="flexible")
+    assert _decode(CompiledConstraint(g, VOCAB), random.Random(3), 30)

@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from tether import regex as rx
 from tether.grammar.json_schema.nodes import known
+from tether.regex import interning
 
 Whitespace = Literal["compact", "pretty", "flexible"]
 
@@ -60,6 +61,9 @@ def _flexible_lexeme(max_ws: int, parts: tuple[object, ...]) -> Spec:
     return ("rx", known(text, node), node)
 
 
+interning.memo(_flexible_lexeme.cache_clear)  # it records its texts and holds nodes
+
+
 def _prepend(max_ws: int, parts: tuple[object, ...], node: rx.Node) -> rx.Node:
     """The node of ``parts`` followed by ``node``."""
     for p in reversed(parts):
@@ -71,6 +75,9 @@ def _prepend(max_ws: int, parts: tuple[object, ...], node: rx.Node) -> rx.Node:
 def _gap_node(max_ws: int) -> rx.Node:
     """The node of one gap: at most ``max_ws`` JSON whitespace characters."""
     return rx.repeat(rx.byte_set(9, 10, 13, 32), 0, max_ws)
+
+
+interning.memo(_gap_node.cache_clear)
 
 
 def _literal_regex(text: str) -> str:

@@ -28,19 +28,31 @@ from tether.regex import charset, interning
 # spells but does not keep costs nothing)
 _KNOWN: dict[str, rx.Node | Callable[[], rx.Node]] = {}
 _KNOWN_MAX = 1 << 16
+# the records made at import (``known(..., fixed=True)``): made again whenever _KNOWN is
+# emptied, as no maker will record them again
+_FIXED: dict[str, rx.Node] = {}
 
 # the regex parser factors an alternation of at least this many literal branches into a
 # trie (A·X | A·Y = A·(X|Y)); below it keeps the branches as they are
 TRIE_MIN = 8
 
 
-def known(text: str, node: rx.Node | Callable[[], rx.Node]) -> str:
+def known(text: str, node: rx.Node | Callable[[], rx.Node], *, fixed: bool = False) -> str:
     """Record that ``text`` parses to ``node`` (or to what ``node()`` builds, called on
-    first use); return ``text``."""
+    first use); return ``text``. ``fixed``: a record made at import (a node, kept
+    through every emptying of the records)."""
     if len(_KNOWN) >= _KNOWN_MAX:
-        _KNOWN.clear()
+        _empty_records()
     _KNOWN[text] = node
+    if fixed:
+        assert isinstance(node, rx.Node)
+        _FIXED[text] = node
     return text
+
+
+def _empty_records() -> None:
+    _KNOWN.clear()
+    _KNOWN.update(_FIXED)
 
 
 def recorded(text: str) -> rx.Node | None:
@@ -52,21 +64,16 @@ def recorded(text: str) -> rx.Node | None:
     return built
 
 
-
-
-def _record_fixed() -> None:
-    known('"', rx.literal('"'))  # the quotes around a string body
-    known("", rx.EPSILON)  # nothing (a key's text after it, when the colon is a lexeme of its own)
-
-
-_record_fixed()
+known('"', rx.literal('"'), fixed=True)  # the quotes around a string body
+known("", rx.EPSILON, fixed=True)  # nothing (a key's text after it, when the colon is a lexeme of its own)
 
 
 def clear_node_caches() -> None:
-    """Empty the records of regex texts' nodes (``known``), as a full record does, and
-    ``_expr_node``'s memo (see ``tether.regex.interning``)."""
-    _KNOWN.clear()
-    _record_fixed()
+    """Empty the records (but the fixed ones) and ``_expr_node``'s memo (see
+    ``tether.regex.interning``). The memoized makers that record texts (``length_body``,
+    ``_names_regex``, the layout's lexemes) register their memos too, so that a text is
+    recorded again when it is made again."""
+    _empty_records()
     _expr_node.cache_clear()
 
 

@@ -25,8 +25,9 @@ _NUMBER_TAIL = rx.concat(
     rx.repeat(rx.concat(rx.literal("."), rx.plus(_DIGIT)), 0, 1),
     rx.repeat(rx.concat(rx.byte_set(0x45, 0x65), rx.repeat(rx.byte_set(0x2B, 0x2D), 0, 1), rx.plus(_DIGIT)), 0, 1),
 )
-INTEGER = known(r"-?(?:0|[1-9][0-9]*)", rx.concat(_SIGN, _NATURAL))
-NUMBER = known(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", rx.concat(_SIGN, _NATURAL, _NUMBER_TAIL))
+INTEGER = known(r"-?(?:0|[1-9][0-9]*)", rx.concat(_SIGN, _NATURAL), fixed=True)
+NUMBER = known(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", rx.concat(_SIGN, _NATURAL, _NUMBER_TAIL),
+               fixed=True)
 NATURAL = r"(?:0|[1-9][0-9]*)"
 _FRACTION = r"(?:\.[0-9]+)?"
 NEVER = r"[^\x00-\U0010ffff]"

@@ -23,10 +23,12 @@ from tether.grammar.json_schema.context import Context, Member, at_pointer, ptr
 from tether.grammar.json_schema.layout import Spec, dumps_str
 from tether.grammar.json_schema.nodes import group, joined, known, spec_node, words_node
 from tether.limits import current
+from tether.regex import interning
 
 # the body of any string; its node is parsed once, with the module (every object with
 # names and further keys spells "any key but these" with it)
-ANY_BODY = known(st.render(st.Rep(st.ANY, 0, None)), rx.parse(st.render(st.Rep(st.ANY, 0, None))))
+ANY_BODY = known(st.render(st.Rep(st.ANY, 0, None)), rx.parse(st.render(st.Rep(st.ANY, 0, None))),
+                 fixed=True)
 # unconstrained strings accept every JSON escape (\\/ and \\uXXXX too)
 _ANY_STRING = '"(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})*"'
 ANY_STRING = known(_ANY_STRING, rx.parse(_ANY_STRING))  # parsed once, with the module
@@ -165,6 +167,9 @@ def length_body(lo: int, hi: int | None) -> str:
     return known(text, lambda: rx.repeat(_any_char(), lo, hi))
 
 
+interning.memo(length_body.cache_clear)  # it records its texts (``known``)
+
+
 @functools.cache
 def _any_char() -> rx.Node:
     """The node of one character of a string body (``st.ANY`` rendered)."""
@@ -231,6 +236,9 @@ def _names_regex(names: tuple[str, ...]) -> str:
     except UnicodeEncodeError:
         return text
     return known(text, lambda: words_node([dumps_str(k)[1:-1] for k in names]))
+
+
+interning.memo(_names_regex.cache_clear)  # it records its texts (``known``)
 
 
 def wrap(body: str) -> str:
