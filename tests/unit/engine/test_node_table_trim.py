@@ -172,3 +172,27 @@ def test_the_json_schema_records_survive_a_trim() -> None:
     g = Grammar.from_json_schema({"type": "object", "properties": {"a": {"maxLength": 4}}},
                                  whitespace="flexible")
     assert _decode(CompiledConstraint(g, VOCAB), random.Random(3), 30)
+
+
+def test_removed_nodes_are_freed_without_a_collection() -> None:
+    """A star's derivative holds the star (a cycle through the derivative cache); the
+    sweep empties the removed nodes' caches, so they go with their last reference, the
+    gc off."""
+    import gc
+    import weakref
+
+    from tether.regex import derivative
+
+    star = parse("(?:cyc[a-z]le)*q")
+    for b in b"cyclexq":
+        derivative(star, b)
+    ref = weakref.ref(star)
+    del star
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        interning.trim()
+        assert ref() is None
+    finally:
+        if enabled:
+            gc.enable()
