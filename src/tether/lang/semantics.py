@@ -163,11 +163,14 @@ def evaluate(node: ast.expr, st: HoleState) -> FV:  # noqa: C901 - one table, on
         x = evaluate(node.operand, st)
         if x.value is None:
             return UNKNOWN
-        if isinstance(node.op, ast.Not):
-            return FV(not x.value, FIN if x.ann == FIN else VAR)
-        if isinstance(node.op, ast.USub):
-            flip = {INC: DEC, DEC: INC}
-            return FV(-x.value, flip.get(x.ann, x.ann))
+        try:
+            if isinstance(node.op, ast.Not):
+                return FV(not x.value, FIN if x.ann == FIN else VAR)
+            if isinstance(node.op, ast.USub):
+                flip = {INC: DEC, DEC: INC}
+                return FV(-x.value, flip.get(x.ann, x.ann))
+        except Exception:  # -"text", a value whose truth raises: not known statically
+            return UNKNOWN
         return _generic(node, st)
     if isinstance(node, ast.Compare):
         left = evaluate(node.left, st)
@@ -189,6 +192,8 @@ def evaluate(node: ast.expr, st: HoleState) -> FV:  # noqa: C901 - one table, on
         a, b = evaluate(node.left, st), evaluate(node.right, st)
         if a.value is None or b.value is None:
             return UNKNOWN
+        if _too_large(node.op, a.value, b.value):
+            return UNKNOWN  # left to run time (a user's program may compute it; a check does not)
         try:
             v = _BINOPS[type(node.op)](a.value, b.value)
         except Exception:
@@ -240,6 +245,29 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
+
+
+# the largest constant the static check computes (sequence items, or bits of an integer):
+# ``[x] * 10**10`` or ``9 ** 9 ** 9`` in a constraint would exhaust memory or time
+_MAX_COMPUTED = 1 << 20
+
+
+def _too_large(op: ast.operator, a: Any, b: Any) -> bool:
+    """Whether ``a op b`` could be larger than ``_MAX_COMPUTED``: a sequence repeated, a
+    power, or ``%`` formatting of a text (its widths are unbounded)."""
+    if isinstance(op, ast.Mult):
+        for seq, n in ((a, b), (b, a)):
+            if isinstance(n, int) and hasattr(seq, "__len__") and not isinstance(seq, int):
+                try:
+                    return len(seq) * n > _MAX_COMPUTED
+                except Exception:  # noqa: BLE001 -- a len() that raises: not computed
+                    return True
+        return False
+    if isinstance(op, ast.Pow):
+        if isinstance(a, int) and isinstance(b, int) and b > 0:
+            return max(a.bit_length(), 1) * b > _MAX_COMPUTED
+        return False
+    return isinstance(op, ast.Mod) and isinstance(a, str | bytes)
 
 
 def _names(node: ast.AST) -> set[str]:
