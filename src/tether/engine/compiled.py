@@ -50,6 +50,7 @@ _COMPILED_LIMIT = 64
 # layer only when used, so it is told of them here (``CompiledConstraint`` trims it)
 interning.memo(ir.clear_node_caches)
 interning.memo(terminals.clear_node_caches)
+
 WALKED_ONCE_LIMIT = 1 << 16  # keys remembered as walked once (then forgotten, all at once)
 
 

@@ -257,7 +257,7 @@ def _too_large(op: ast.operator, a: Any, b: Any) -> bool:
     power, or ``%`` formatting of a text (its widths are unbounded)."""
     if isinstance(op, ast.Mult):
         for seq, n in ((a, b), (b, a)):
-            if isinstance(n, int) and hasattr(seq, "__len__") and not isinstance(seq, int):
+            if isinstance(n, int) and hasattr(seq, "__len__"):
                 try:
                     return len(seq) * n > _MAX_COMPUTED
                 except Exception:  # noqa: BLE001 -- a len() that raises: not computed

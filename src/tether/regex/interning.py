@@ -90,7 +90,6 @@ def _trim() -> int:
         nodes = list(table.values())  # one C call: no other thread changes the table meanwhile
         inner = _inner_references(nodes)
         getrefcount = sys.getrefcount
-        # the table's value, ``nodes``, the loop's name and getrefcount's argument
         roots = [n for n in nodes if getrefcount(n) - _OWN_REFS > inner.get(id(n), 0)]
         del inner
         keep = {id(n) for n in roots}
@@ -108,7 +107,7 @@ def _trim() -> int:
     return len(table)
 
 
-_OWN_REFS = 4
+_OWN_REFS = 4  # a node's references in _trim: the table's value, ``nodes``, the loop's name, getrefcount's argument
 
 
 def _inner_references(nodes: list[ast.Node]) -> dict[int, int]:

@@ -31,7 +31,7 @@ ANY_BODY = known(st.render(st.Rep(st.ANY, 0, None)), rx.parse(st.render(st.Rep(s
                  fixed=True)
 # unconstrained strings accept every JSON escape (\\/ and \\uXXXX too)
 _ANY_STRING = '"(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\/bfnrt]|\\\\u[0-9a-fA-F]{4})*"'
-ANY_STRING = known(_ANY_STRING, rx.parse(_ANY_STRING))  # parsed once, with the module
+ANY_STRING = known(_ANY_STRING, rx.parse(_ANY_STRING), fixed=True)  # parsed once, with the module
 
 
 def string_body(c: Context, flat: list[Member]) -> Any:
