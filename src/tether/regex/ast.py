@@ -36,6 +36,13 @@ INF = -1  # upper bound of an unbounded repeat
 ALL_BYTES_MASK = (1 << 256) - 1
 
 
+# the derivative cache of a node with none yet (shared, never written: ``derivative`` gives
+# a node its own dict at its first derivative). Most nodes are never derived (the
+# chains of literals the lexer has not reached, the parts of a built regex), and a dict
+# per node was a tenth of a node's making and one more object for the collector
+_NO_DERIVATIVES: dict[int, Node] = {}
+
+
 class Node:
     """An interned regular expression. Compare with ``is``; never construct directly.
 
@@ -53,7 +60,7 @@ class Node:
 
     def __init__(self, kind: int, args: tuple[Any, ...], nullable: bool, uid: int, flags: int) -> None:
         self.kind, self.args, self.nullable, self.uid = kind, args, nullable, uid
-        self._deriv: dict[int, Node] = {}
+        self._deriv: dict[int, Node] = _NO_DERIVATIVES  # a dict of its own at the first one
         self._firsts: tuple[int, ...] | None = None
         self._first_bytes = -1  # mask of bytes that can start a string (-1: not computed)
         self._buckets: list[tuple[int, list[Node]]] | None = None  # big alternations
@@ -514,10 +521,13 @@ def nullable(node: Node) -> bool:
 
 def derivative(node: Node, byte: int) -> Node:
     """Brzozowski derivative: ``{s | byte·s ∈ L(node)}``; cached on the node."""
-    d = node._deriv.get(byte)
+    cache = node._deriv
+    d = cache.get(byte)
     if d is None:
         d = _derive(node, byte)
-        node._deriv[byte] = d
+        if cache is _NO_DERIVATIVES:
+            cache = node._deriv = {}
+        cache[byte] = d
     return d
 
 

@@ -131,7 +131,7 @@ def _sweep(table: dict[tuple[int, tuple[object, ...]], ast.Node], nodes: list[as
             key = (n.kind, n.args)
             if table.get(key) is n:
                 del table[key]
-            n._deriv.clear()
+            n._deriv = ast._NO_DERIVATIVES
             n._buckets = None
 
 

@@ -56,3 +56,26 @@ def test_matches_empty_reads_cheap_terminals_as_their_nodes_would(t: Terminal, e
 
     assert matches_empty(t) is empty
     assert bool(terminal_node(t).nullable) is empty
+
+
+@pytest.mark.parametrize("t", [
+    Terminal("a", literal="alpha"),
+    Terminal("e", literal=""),
+    Terminal("u", literal="né\"x"),
+    Terminal("i", literal="Alpha", ignore_case=True),
+    Terminal("m", literal="alphabet", max_len=3),
+    Terminal("s", literal="ab", stop="END"),
+    Terminal("b", regex="b+", node=rx.parse("b+")),
+    Terminal("n", regex="b*", node=rx.parse("b*")),
+    Terminal("l", regex="b*", node=rx.parse("b*"), max_len=2),
+    Terminal("c", regex="c[0-9]*"),
+])
+def test_lexeme_nodes_built_without_the_memo_are_the_memo_s(t: Terminal) -> None:
+    # plain literals and built nodes skip terminal_node's memo; each lexeme node is the
+    # interned node the memo's path gives (options applied, the empty string left out)
+    from tether.parser.terminals import terminal_node
+
+    node = terminal_node(t)
+    want = rx.intersect(node, rx.complement(rx.EPSILON)) if node.nullable else node
+    assert lexeme_node(t) is want
+    assert not lexeme_node(t).nullable

@@ -149,3 +149,15 @@ def test_literal_onto_a_rest_is_the_concatenation(data: bytes, tail: str) -> Non
     assert node is concat(literal(data), rest)
     assert node.flags == rest.flags and node.nullable == (not data and rest.nullable)
     assert literal(data, EMPTY) is EMPTY
+
+
+def test_a_node_gets_a_derivative_cache_of_its_own_at_its_first_derivative() -> None:
+    from tether.regex import ast
+
+    a, b = literal(b"q\x01z"), literal(b"q\x02z")  # fresh nodes, never derived
+    assert a._deriv is ast._NO_DERIVATIVES and b._deriv is ast._NO_DERIVATIVES
+    assert derivative(a, ord("q")) is literal(b"\x01z")
+    assert a._deriv is not ast._NO_DERIVATIVES and a._deriv == {ord("q"): literal(b"\x01z")}
+    assert not ast._NO_DERIVATIVES  # the shared empty cache is never written
+    assert b._deriv is ast._NO_DERIVATIVES
+    assert derivative(b, ord("x")) is EMPTY and b._deriv == {ord("x"): EMPTY}
