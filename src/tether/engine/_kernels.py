@@ -140,10 +140,13 @@ def token_moves(table, accid, lazyf, trans, nstart, data, ls, node, out):  # typ
     lexeme at once. The lexemes that change the node (those ``Matcher`` pushes on its
     parser) go to ``out`` (as long as twice ``data``), in order.
 
-    Returns ``(ls, node, at lexeme start, lexemes in out, any lexeme ended)``, or ``ls``
-    = -1 as soon as anything is not known yet (an UNKNOWN entry, ``accid`` / ``lazyf``
-    not set for a state reached, a state or node outside the arrays) or a byte is
-    refused: then the per-byte path decides (it fills and explains); -1 decides nothing.
+    Returns ``(ls, node, at lexeme start, lexemes in out, any lexeme ended, first lexeme,
+    second lexeme)`` (the first two of ``out`` again, -1 where there are fewer: the
+    caller reads them without slicing ``out``, about a microsecond of numpy on a fresh
+    move), or ``ls`` = -1 as soon as anything is not known yet (an UNKNOWN entry,
+    ``accid`` / ``lazyf`` not set for a state reached, a state or node outside the
+    arrays) or a byte is refused: then the per-byte path decides (it fills and explains);
+    -1 decides nothing.
 
     ``Matcher.consume``'s fast path, called under the constraint's lock (no entry is half
     written then). Holds the GIL: a call is shorter than its release would be."""
@@ -157,44 +160,44 @@ def token_moves(table, accid, lazyf, trans, nstart, data, ls, node, out):  # typ
     for i in range(len(data)):
         b = data[i]
         if ls < 0 or ls >= n_states or node < 0 or node >= n_nodes:
-            return -1, node, 0, 0, 0
+            return -1, node, 0, 0, 0, -1, -1
         s = table[ls, b]
         c = node
         if s < 0:  # the lexeme ends before b (DEAD), or UNKNOWN
             if s != DEAD or ls >= n_acc:
-                return -1, node, 0, 0, 0
+                return -1, node, 0, 0, 0, -1, -1
             a = accid[ls]
             if a < 0 or a >= n_cols:
-                return -1, node, 0, 0, 0
+                return -1, node, 0, 0, 0, -1, -1
             c = trans[node, a]
             if c < 0 or c >= n_nodes:
-                return -1, node, 0, 0, 0
+                return -1, node, 0, 0, 0, -1, -1
             s0 = nstart[c]
             if s0 < 0 or s0 >= n_states:
-                return -1, node, 0, 0, 0
+                return -1, node, 0, 0, 0, -1, -1
             s = table[s0, b]
             if s < 0:
-                return -1, node, 0, 0, 0
+                return -1, node, 0, 0, 0, -1, -1
             if c != node:
                 out[k] = a
                 k += 1
             ended = 1
         if s >= n_acc or accid[s] == UNKNOWN:
-            return -1, node, 0, 0, 0
+            return -1, node, 0, 0, 0, -1, -1
         z = lazyf[s]
         start = 0
         if z != 0:
             if z != 1:
-                return -1, node, 0, 0, 0
+                return -1, node, 0, 0, 0, -1, -1
             a = accid[s]  # a lazy terminal ends its lexeme right after b
             if a < 0 or a >= n_cols:
-                return -1, node, 0, 0, 0
+                return -1, node, 0, 0, 0, -1, -1
             c2 = trans[c, a]
             if c2 < 0 or c2 >= n_nodes:
-                return -1, node, 0, 0, 0
+                return -1, node, 0, 0, 0, -1, -1
             s = nstart[c2]
             if s < 0 or s >= n_states or s >= n_acc or accid[s] == UNKNOWN or lazyf[s] == UNKNOWN:
-                return -1, node, 0, 0, 0
+                return -1, node, 0, 0, 0, -1, -1
             if c2 != c:
                 out[k] = a
                 k += 1
@@ -203,7 +206,7 @@ def token_moves(table, accid, lazyf, trans, nstart, data, ls, node, out):  # typ
             start = 1
         ls = s
         node = c
-    return ls, node, start, k, ended
+    return ls, node, start, k, ended, out[0] if k > 0 else -1, out[1] if k > 1 else -1
 
 
 @nb.njit(cache=True, nogil=True)

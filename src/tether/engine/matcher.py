@@ -287,8 +287,9 @@ class Matcher:
         lock.acquire()
         try:
             st = cc.steps
-            s, c, start, k, ended = _token_moves(st.dfa.table, st.accid, st.lazyf, st.trans,
-                                                 st.nstart, data, self._ls, node, out)
+            s, c, start, k, ended, a0, a1 = _token_moves(st.dfa.table, st.accid, st.lazyf,
+                                                         st.trans, st.nstart, data, self._ls,
+                                                         node, out)
         finally:
             lock.release()
         if s < 0:
@@ -300,7 +301,11 @@ class Matcher:
                 steps.clear()
             steps[key] = s
             return s, node, False, ()
-        move = (s, int(c), start == 1, tuple(out[:k].tolist()) if k else ())
+        if k <= 2:  # (no slice of ``out``: see the kernel)
+            pushed: tuple[int, ...] = () if k == 0 else (int(a0),) if k == 1 else (int(a0), int(a1))
+        else:
+            pushed = tuple(out[:k].tolist())
+        move = (s, int(c), start == 1, pushed)
         moves = self._token_moves
         if len(moves) >= TOKEN_MOVES_LIMIT:
             moves.clear()
@@ -503,7 +508,7 @@ class Matcher:
 
 _U32 = np.dtype(np.uint32)
 _NO_SCRATCH: NDArray[np.int32] = np.empty(0, np.int32)  # never written: shorter than any use
-_token_moves: Callable[..., tuple[int, int, int, int, int]] | None = None  # the kernel, at first use
+_token_moves: Callable[..., tuple[int, int, int, int, int, int, int]] | None = None  # the kernel, at first use
 
 # consume's fast path: per (vocabulary, vocabulary index), what it needs of each token id
 # (``_token_info``). An entry holds its vocabulary (a few at most) but not the index (a

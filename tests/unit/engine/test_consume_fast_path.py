@@ -328,17 +328,26 @@ def test_kernel_follows_known_entries_and_refuses_the_rest() -> None:
         return tuple(int(v) for v in _kernels.token_moves(table, accid, lazyf, trans, nstart,
                                                           data, ls, node, out))
 
-    assert run(b"aaa") == (1, 0, 0, 0, 0)  # inside one lexeme
-    assert run(b"") == (0, 0, 0, 0, 0)
-    assert run(b"aab") == (3, 1, 0, 1, 1) and out[0] == 0  # a lexeme of set 0 ends
-    assert run(b"aab", node=1) == (3, 1, 0, 0, 1)  # it leaves the node alone: not pushed
-    assert run(b"ac") == (0, 2, 1, 1, 1) and out[0] == 1  # the lazy one ends at once
+    # (ls, node, at start, lexemes pushed, ended, first pushed, second pushed)
+    assert run(b"aaa") == (1, 0, 0, 0, 0, -1, -1)  # inside one lexeme
+    assert run(b"") == (0, 0, 0, 0, 0, -1, -1)
+    assert run(b"aab") == (3, 1, 0, 1, 1, 0, -1) and out[0] == 0  # a lexeme of set 0 ends
+    assert run(b"aab", node=1) == (3, 1, 0, 0, 1, -1, -1)  # it leaves the node alone: not pushed
+    assert run(b"ac") == (0, 2, 1, 1, 1, 1, -1) and out[0] == 1  # the lazy one ends at once
     for data, ls, node in ((b"aabx", 0, 0),  # refused
                            (b"ac", 0, 1),  # trans UNKNOWN
                            (b"x", 0, 0),  # table UNKNOWN
                            (b"az", 0, 0),  # accid / lazyf of the state reached unknown
                            (b"a", 6, 0), (b"a", -1, 0), (b"a", 0, 3), (b"a", 0, -1)):  # bounds
         assert run(data, ls, node)[0] == -1, (data, ls, node)
+    # three lexemes pushed (set 0 ends at b, set 1 ends lazily, set 0 ends at b again):
+    # the first two are returned, all three are in out
+    table[3, c] = 4  # state 3 (node 1) --c--> 4 (lazy, set 1)
+    table[2, a] = 1
+    trans[2, 0] = 1
+    trans[1, 1] = 2
+    out[:] = 7
+    assert run(b"abcab") == (3, 1, 0, 3, 1, 0, 1) and list(out[:3]) == [0, 1, 0]
     accid[1] = U
     assert run(b"ab")[0] == -1  # accid of the lexeme's state unknown
 
