@@ -144,7 +144,8 @@ class Walk:
 
 def containment_depth(table_of: Callable[[], NDArray[np.int32]],
                       fill_row: Callable[[int, int], None], state: int, limit: int,
-                      ends: Callable[[int], bool] | None = None, budget: int = 96) -> int:
+                      ends: Callable[[int], bool] | None = None, budget: int = 96,
+                      closed: list[int] | None = None) -> int:
     """Largest ``k <= limit`` such that every text string of ``<= k`` bytes keeps the
     lexer alive from ``state`` (``INF`` if no text string ever kills it): the slices of
     tokens no longer than ``k`` are then allowed whole (``VocabIndex.parts_to_walk``).
@@ -154,7 +155,10 @@ def containment_depth(table_of: Callable[[], NDArray[np.int32]],
     ``ends(s)`` (optional) is True for states where the lexeme ends at once (lazy
     terminals), which count as leaving the lexeme.
     Breadth-first over (lexer state, UTF-8 state); after ``budget`` pairs it stops and
-    returns the depth verified so far (a counted string, ``{0,N}``, has N levels). A row's
+    returns the depth verified so far (a counted string, ``{0,N}``, has N levels). When
+    the search ends because no new pair is left (``INF``: every text string keeps every
+    pair it reaches alive), the lexer states it reached between two characters go to
+    ``closed`` (when given): each of them is ``INF`` too. A row's
     entries over a decoder state's bytes are read by the kernels ``row_min`` /
     ``row_targets`` (one call instead of a few numpy operations of a microsecond each).
     """
@@ -195,6 +199,8 @@ def containment_depth(table_of: Callable[[], NDArray[np.int32]],
                     nxt.append(pair)
         frontier = nxt
         depth += 1
+    if closed is not None:  # (a state met only inside a character proves nothing there)
+        closed.extend({ls for ls, us in seen if us == UTF8_BETWEEN})
     return INF
 
 
@@ -253,6 +259,16 @@ def node_depths(limit: int) -> dict[Any, int]:
     return memo
 
 
+# pairs one terminal's depth search may visit (``containment_depth``'s budget): a deeper
+# answer takes more of the slices whole and leaves fewer tokens to the walk. A JSON string
+# with a word-count pattern (a product of the string body and ``(\S+\s+){0,19}``, counted
+# below the horizon's bound) stopped at depth 8 with 96 pairs, so each of its masks walked
+# every token longer than 8 bytes, about 550,000 trie nodes (o21135 of the dev schemas);
+# with 1024 it reaches depth 18 to 38 (that schema's run 250 -> 170 ms, the 300 schemas'
+# other runs unchanged, the search at most about 6 ms once per regex node)
+CLOSURE_BUDGET = 1024
+
+
 def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, int]) -> int:
     """``lexeme_depth`` of one terminal ``t`` whose remaining regex is ``n``.
 
@@ -268,6 +284,11 @@ def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, 
       same holds when some ASCII text byte ``c`` occurs in no string of any ``Fi``
       (``_spares_text_byte``): ``s·c`` keeps ``A`` alive, and every string through it
       avoids the ``Fi`` (keys besides pattern properties: ``name_[a-z]{2}(-[A-Z]{2})?``).
+
+    Else the breadth-first search (``containment_depth``, ``CLOSURE_BUDGET`` pairs); when
+    it proves ``INF``, each state it met between characters is ``INF`` as well, and the
+    nodes of those of one terminal go into ``cache`` (the derivatives of ``n``: later
+    positions in the same string find their depth there).
     """
     if first_bytes(n) & ASCII_TEXT_BYTES != ASCII_TEXT_BYTES:
         return 0
@@ -297,7 +318,16 @@ def _node_depth(steps: StepTables, t: int, n: Any, limit: int, cache: dict[Any, 
                 return k
     one = steps.dfa.state_of(((t, n),))
     steps.sync(one + 1)
-    return containment_depth(lambda: steps.table, steps.fill_row, one, limit)
+    closed: list[int] = []
+    k = containment_depth(lambda: steps.table, steps.fill_row, one, limit,
+                          budget=CLOSURE_BUDGET, closed=closed)
+    if k >= INF:  # every state the search reached is INF too: its node's depth is known
+        pairs = steps.dfa.pairs
+        for ls in closed:
+            got = pairs(ls)
+            if len(got) == 1:
+                cache[got[0][1]] = INF
+    return k
 
 
 _TAKES_TEXT: dict[Any, bool] = {}

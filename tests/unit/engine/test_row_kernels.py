@@ -99,5 +99,10 @@ def test_containment_depth_matches_a_plain_search(table: np.ndarray, data: st.Da
     def no_fill(_s: int, _need: int) -> None:
         raise AssertionError("a complete table needs no fill")
 
-    got = containment_depth(lambda: table, no_fill, state, limit, budget=10_000)
+    closed: list[int] = []
+    got = containment_depth(lambda: table, no_fill, state, limit, budget=10_000, closed=closed)
     assert got == reference_depth(table, state, limit)
+    # a search that ran out of pairs proves each state it met between characters INF
+    assert (state in closed) if got >= INF else not closed
+    for s in closed:
+        assert reference_depth(table, s, 10_000) == INF

@@ -37,6 +37,11 @@ SCHEMAS = {
     "unanchored_pattern": {"type": "string",
                            "pattern": "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"},
     "words": {"type": "string", "pattern": "^(?:\\S+\\s+){0,3}\\S+$", "maxLength": 40},
+    # a word count in a string, counted (19 * 2 bytes at least), without a length bound
+    "word_count": {"type": "string", "pattern": "^(?:\\S+\\s+){0,19}\\S*$"},
+    # any text starts a multiple of five characters: INF, with a new derivative at each
+    # of five positions, where no shortcut answers and the search runs
+    "fives": {"type": "string", "pattern": "^(?:.....)*$"},
     # an ECMA ``.`` refuses U+2028 / U+2029, which text (the slices' alphabet) leaves out
     "ecma_dot": {"type": "string", "pattern": "^.+$"},
 }
@@ -116,6 +121,38 @@ def test_ecma_dot_string_takes_slices_whole() -> None:
     assert m.consume_bytes(b'"ab')
     depth = engine_walk.lexeme_depth(cc.steps, m._ls, 48, {})
     assert depth >= engine_walk.INF
+
+
+def test_a_search_that_proves_inf_spares_the_later_positions_theirs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search that proves a string's depth ``INF`` records the derivatives it met
+    between characters: the later positions in the string (five different regex nodes
+    here) find their depth in the cache instead of a search each."""
+    vocab = vocabulary(random.Random(0))
+    cc = compile(Grammar.from_json_schema(SCHEMAS["fives"], whitespace="flexible"), vocab)
+    m = cc.matcher()
+    searched: list[int] = []
+    real = engine_walk.containment_depth
+    monkeypatch.setattr(engine_walk, "containment_depth",
+                        lambda *a, **k: searched.append(a[2]) or real(*a, **k))
+    cache: dict[object, int] = {}
+    assert m.consume_bytes(b'"')
+    counts = []
+    for text in (b"a", b"b", b"c", b"d", b"e", b"f", "\u00e9".encode(), b" ", b"!", b"xy"):
+        assert m.consume_bytes(text)
+        assert engine_walk.lexeme_depth(cc.steps, m._ls, 48, cache) >= engine_walk.INF
+        counts.append(len(searched))
+    assert counts[-1] == counts[1] <= 2, counts  # a search or two at first, then none
+
+
+def test_the_word_count_string_is_searched_deep() -> None:
+    """A word-count pattern, counted, makes a new state per position: the search goes
+    past the depth that 96 pairs reached (8), so the masks walk only the long tokens."""
+    vocab = vocabulary(random.Random(0))
+    cc = compile(Grammar.from_json_schema(SCHEMAS["word_count"], whitespace="flexible"), vocab)
+    m = cc.matcher()
+    assert m.consume_bytes(b'"one two ')
+    assert engine_walk.lexeme_depth(cc.steps, m._ls, 48, {}) >= 16
 
 
 def test_spared_bytes() -> None:
