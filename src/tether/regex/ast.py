@@ -521,10 +521,10 @@ def nullable(node: Node) -> bool:
 
 def derivative(node: Node, byte: int) -> Node:
     """Brzozowski derivative: ``{s | byte·s ∈ L(node)}``; cached on the node."""
-    cache = node._deriv
-    d = cache.get(byte)
+    d = node._deriv.get(byte)
     if d is None:
         d = _derive(node, byte)
+        cache = node._deriv  # (read again: the derivation may have given it its own)
         if cache is _NO_DERIVATIVES:
             cache = node._deriv = {}
         cache[byte] = d
