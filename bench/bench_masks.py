@@ -25,6 +25,7 @@ $PEERS_VENV`` plus ``$PEERS_VENV/bin/pip install numba``):
     $PEERS_VENV/bin/python bench/bench_masks.py                     # full: 300 schemas
     $PEERS_VENV/bin/python bench/bench_masks.py --per-category 3     # smoke run
     $PEERS_VENV/bin/python bench/bench_masks.py --report-only RESULT.json
+    $PEERS_VENV/bin/python bench/bench_masks.py --spread R1.json R2.json ...   # one tree, runs
 
 The harness file has one f-string that Python 3.11 rejects (nested double quotes); this
 script runs a patched copy (that line fixed, and the worker's RSS recorded per task)
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -203,6 +205,29 @@ def parity(raw: dict) -> list[str]:
     return lines
 
 
+def spread(raws: list[dict]) -> list[str]:
+    """Issue 16's ratios over several runs of one tree (each run's own common schemas):
+    per figure, every run's tether / llguidance, their median and range. One run of the
+    harness gives each engine its own window of the machine, and on a shared 2-core
+    machine the ratios of one tree moved by up to 0.2 between runs."""
+    per: dict[str, list[float]] = {}
+    for raw in raws:
+        eng = raw["engines"]
+        t, g = _good(eng["tether"]), _good(eng["llguidance"])
+        common = sorted(set(t) & set(g))
+        ft, fg = _figures([t[k] for k in common]), _figures([g[k] for k in common])
+        for name, x in ft.items():
+            y = fg[name]
+            if x is not None and y:
+                per.setdefault(name, []).append(x / y)
+    lines = [f"tether / llguidance over {len(raws)} runs: each run, then median [min..max]"]
+    for name, rs in per.items():
+        runs = " ".join(f"{r:.2f}" for r in rs)
+        lines.append(f"  {name:18s} {runs}   median {statistics.median(rs):.2f} "
+                     f"[{min(rs):.2f}..{max(rs):.2f}]")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--engines", default=ENGINES)
@@ -211,9 +236,14 @@ def main() -> None:
     ap.add_argument("--compile-timeout", type=float, default=10)
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "masks"))
     ap.add_argument("--report-only", default=None)
+    ap.add_argument("--spread", nargs="+", metavar="RESULT.json",
+                    help="the parity ratios of several runs of one tree (no run)")
     a, rest = ap.parse_known_args()
     if a.report_only:
         print(report(json.loads(Path(a.report_only).read_text())))
+        return
+    if a.spread:
+        print("\n".join(spread([json.loads(Path(r).read_text()) for r in a.spread])))
         return
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
