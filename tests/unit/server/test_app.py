@@ -14,7 +14,7 @@ pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from tether.models.scripted import ScriptedModel  # noqa: E402
-from tether.server.app import SERVER_LIMITS, Admission, ServerConfig, create_app  # noqa: E402
+from tether.server.app import SERVER_LIMITS, Admission, ServerConfig, create_app, warm_up  # noqa: E402
 from tether.server.errors import HTTPError  # noqa: E402
 from tether.server.metrics import Metrics  # noqa: E402
 from tether.server.runner import Runner, SerialBackend  # noqa: E402
@@ -23,6 +23,11 @@ from tether.server.runner import Runner, SerialBackend  # noqa: E402
 def make_client(**config) -> TestClient:
     model = ScriptedModel(target="The answer is 123")
     runner = Runner(model, SerialBackend(model), SERVER_LIMITS, threads=2)
+    # as `tether serve` does before its first request: the process's one-time work (the
+    # vocabulary's index, the kernels, a pending trim of the regex node table, which a
+    # test process that built many nodes may owe) is not the first request's, whose
+    # compile has 5 s (`SERVER_LIMITS`): inside a full test run it once took longer
+    warm_up(runner)
     cfg = ServerConfig(model="scripted", **config)
     return TestClient(create_app(cfg, runner=runner, model_id="scripted"))
 
