@@ -172,6 +172,15 @@ def _figures(rs: list[dict]) -> dict[str, float | None]:
             "compile sum s": sum(r["compile_ms"] for r in rs) / 1000}
 
 
+def _common_figures(raw: dict) -> tuple[list[str], dict, dict, dict, dict]:
+    """The schemas tether and llguidance both compile and accept, each engine's results
+    by id, and each engine's ``_figures`` over those schemas."""
+    eng = raw["engines"]
+    t, g = _good(eng["tether"]), _good(eng["llguidance"])
+    common = sorted(set(t) & set(g))
+    return common, t, g, _figures([t[k] for k in common]), _figures([g[k] for k in common])
+
+
 def parity(raw: dict) -> list[str]:
     """Issue 16's figures: on the schemas tether and llguidance both compile and accept,
     tether / llguidance for mask p50 and p99, TTFM p50, the step (mask + consume) mean and
@@ -179,11 +188,9 @@ def parity(raw: dict) -> list[str]:
     eng = raw["engines"]
     if "tether" not in eng or "llguidance" not in eng:
         return []
-    t, g = _good(eng["tether"]), _good(eng["llguidance"])
-    common = sorted(set(t) & set(g))
+    common, t, g, ft, fg = _common_figures(raw)
     if not common:
         return []
-    ft, fg = _figures([t[k] for k in common]), _figures([g[k] for k in common])
     lines = ["", f"parity (issue 16): the {len(common)} schemas both tether and llguidance "
              "compile and accept", "| figure | tether | llguidance | tether / llguidance |",
              "|---|---:|---:|---:|"]
@@ -212,10 +219,7 @@ def spread(raws: list[dict]) -> list[str]:
     machine the ratios of one tree moved by up to 0.2 between runs."""
     per: dict[str, list[float]] = {}
     for raw in raws:
-        eng = raw["engines"]
-        t, g = _good(eng["tether"]), _good(eng["llguidance"])
-        common = sorted(set(t) & set(g))
-        ft, fg = _figures([t[k] for k in common]), _figures([g[k] for k in common])
+        _, _, _, ft, fg = _common_figures(raw)
         for name, x in ft.items():
             y = fg[name]
             if x is not None and y:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from tether.errors import GrammarError, RegexError
-from tether.grammar.ir import LazyNode, Terminal
+from tether.grammar.ir import Terminal
 
 if TYPE_CHECKING:
     from tether.regex.ast import Node
@@ -45,26 +45,6 @@ def terminal_node(terminal: Terminal) -> Node:
             rx.intersect(node, rx.complement(rx.concat(anything, stop, anything))), stop
         )
     return node
-
-
-def _plain_node(terminal: Terminal) -> Node | None:
-    """``terminal_node`` of a terminal without options, read or built without its
-    memo: the node its maker built, or a literal's (interned: the node the memo would
-    hold). None for the others. A schema's grammar has a terminal per key and enum
-    value, built when a lexer state first holds it; the memo's key hashes every field of
-    the terminal (a set operation's whole tree), which cost about as much as building a
-    short literal."""
-    if terminal.stop or terminal.max_len is not None:
-        return None
-    node = terminal.node
-    if node is not None:
-        return node.get() if node.__class__ is LazyNode else node
-    literal = terminal.literal
-    if literal is not None and not terminal.ignore_case:
-        from tether import regex as rx
-
-        return rx.literal(literal)
-    return None
 
 
 def clear_node_caches() -> None:
@@ -97,9 +77,11 @@ def lexeme_node(terminal: Terminal) -> Node:
     """``terminal_node`` without the empty string (what one lexeme can be)."""
     from tether import regex as rx
 
-    node = _plain_node(terminal)
-    if node is None:
-        node = terminal_node(terminal)
+    # a cheap terminal (a literal, a node its maker built: a schema's key or enum value,
+    # built when a lexer state first holds it) is read through ``to_node``'s own memo, by
+    # content: ``terminal_node``'s key hashes every field of the terminal (a set
+    # operation's whole tree), which cost about as much as building a short literal
+    node = terminal.to_node() if node_is_cheap(terminal) else terminal_node(terminal)
     if node.nullable:
         node = rx.intersect(node, rx.complement(rx.EPSILON))
     return node
